@@ -1,0 +1,52 @@
+"""The seam: a model file's cluster of real processes, as a Model for the engine.
+
+Every `fresh()` launches every node again in fresh working directories (SPEC §2:
+a fresh, empty working directory per replay). The adapter keeps every system it
+opened, so that whatever happens, `close_all` leaves no process behind.
+"""
+from __future__ import annotations
+
+from .kernel.cluster import Cluster, ClusterSpec
+
+
+class _Tracked:
+    def __init__(self, cluster: Cluster, owner: "ClusterModel"):
+        self._c = cluster
+        self._owner = owner
+
+    def actions(self):
+        return self._c.actions()
+
+    def apply(self, key):
+        return self._c.apply(key)
+
+    def fingerprint(self):
+        return self._c.fingerprint()
+
+    def view(self):
+        return self._c.view()
+
+    def close(self):
+        self._c.close()
+        self._owner.open.discard(self)
+
+
+class ClusterModel:
+    def __init__(self, spec: ClusterSpec, workroot: str):
+        self.spec = spec
+        self.workroot = workroot
+        self.open: set[_Tracked] = set()
+        self.launches = 0
+
+    def fresh(self) -> _Tracked:
+        self.close_all()   # one cluster at a time shares the working directories
+        cluster = Cluster(self.spec, self.workroot)
+        tracked = _Tracked(cluster, self)
+        self.open.add(tracked)
+        self.launches += 1
+        cluster.launch()
+        return tracked
+
+    def close_all(self) -> None:
+        for t in list(self.open):
+            t.close()

@@ -1,0 +1,99 @@
+"""The only module that touches cffi's ffi/lib: thin Python over csrc/cmc_helper.c.
+
+Every function raises OSError(errno) on failure, so callers deal in exceptions,
+not in -errno integers.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+
+from ._cmc_helper import ffi, lib
+
+
+def _check(r: int) -> int:
+    if r < 0:
+        raise OSError(-r, os.strerror(-r))
+    return r
+
+
+@dataclass(frozen=True)
+class Notification:
+    id: int
+    pid: int
+    nr: int
+    args: tuple[int, ...]
+
+
+def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[int],
+          filter_insns: list[tuple[int, int, int, int]], nofile: int) -> tuple[int, int]:
+    """Fork a node under the filter. Returns (pid, listener)."""
+    keep = []
+
+    def cstrs(items: list[str]):
+        arr = ffi.new("char *[]", len(items) + 1)
+        for i, s in enumerate(items):
+            b = ffi.new("char[]", os.fsencode(s))
+            keep.append(b)
+            arr[i] = b
+        arr[len(items)] = ffi.NULL
+        return arr
+
+    c_argv = cstrs(argv)
+    c_env = cstrs([f"{k}={v}" for k, v in env.items()])
+    c_fds = ffi.new("int[5]", fds)
+    prog = ffi.new("struct cmc_bpf_insn[]", len(filter_insns))
+    for i, (code, jt, jf, k) in enumerate(filter_insns):
+        prog[i].code, prog[i].jt, prog[i].jf, prog[i].k = code, jt, jf, k
+    out = ffi.new("int *")
+    pid = _check(lib.cmc_spawn(os.fsencode(path), c_argv, c_env, os.fsencode(cwd), c_fds,
+                               prog, len(filter_insns), nofile, out))
+    return pid, out[0]
+
+
+_notif = ffi.new("struct cmc_notif *")
+
+
+def recv(listener: int) -> Notification:
+    _check(lib.cmc_recv(listener, _notif))
+    n = _notif
+    return Notification(n.id, n.pid, n.nr, tuple(n.args[i] for i in range(6)))
+
+
+def respond(listener: int, nid: int, val: int = 0, err: int = 0, cont: bool = False) -> bool:
+    """Answer a notification. False when the target is gone (ENOENT)."""
+    r = lib.cmc_respond(listener, nid, val, err, 1 if cont else 0)
+    if r == -errno.ENOENT:
+        return False
+    _check(r)
+    return True
+
+
+def id_valid(listener: int, nid: int) -> bool:
+    return lib.cmc_id_valid(listener, nid) == 0
+
+
+def read_mem(pid: int, addr: int, length: int) -> bytes:
+    if length == 0:
+        return b""
+    buf = ffi.new("char[]", length)
+    n = _check(lib.cmc_read_mem(pid, addr, buf, length))
+    return ffi.buffer(buf, n)[:]
+
+
+def write_mem(pid: int, addr: int, data: bytes) -> None:
+    if not data:
+        return
+    n = _check(lib.cmc_write_mem(pid, addr, data, len(data)))
+    if n != len(data):
+        raise OSError(errno.EFAULT, "short write to target memory")
+
+
+def exec_continue(listener: int, nid: int, pid: int, random16: bytes,
+                  timeout_ms: int) -> tuple[int, int]:
+    """Let a notified execve run, hiding the vDSO in the new image.
+    Returns (outcome, wait_status): 0 exec done, 1 exec failed, 2 target exited."""
+    status = ffi.new("int *")
+    r = _check(lib.cmc_exec_continue(listener, nid, pid, random16, timeout_ms, status))
+    return r, status[0]

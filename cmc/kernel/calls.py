@@ -1,0 +1,299 @@
+"""Emulated calls that are not about sockets: time, sleeps, randomness, the state
+fds 3 and 193, exec, process creation, rlimits; and the dispatch table.
+
+A handler takes (node, args) and returns Ret(val), Err(errno), CONTINUE (run the
+call natively) or a Block (the call waits for the environment).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import struct
+
+from ..errors import TargetError
+from . import _native
+from .filter import DURABLE_FD, STATE_FD, VFD_BASE
+from .node import ANSWERED, CONTINUE, Block, Err, Ret
+from .syscalls_x86_64 import NAME, NR
+
+HANDLERS: dict[int, object] = {}
+
+
+def handles(*names: str):
+    def register(fn):
+        for name in names:
+            HANDLERS[NR[name]] = fn
+        return fn
+    return register
+
+
+def dispatch(node, notif):
+    handler = HANDLERS.get(notif.nr)
+    if handler is None:
+        return unsupported(node, notif.nr, notif.args)
+    node.current = notif
+    return handler(node, notif.args)
+
+
+def unsupported(node, nr: int, args, why: str = "is not supported on a virtual socket"):
+    name = NAME.get(nr, f"syscall {nr}")
+    shown = ", ".join(str(_signed(a)) if i == 0 else hex(a) for i, a in enumerate(args[:3]))
+    raise TargetError(node.cluster.where(node) + f"called {name}({shown}, ...), which {why}")
+
+
+def _signed(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def fd_arg(v: int) -> int:
+    return _signed(v)
+
+
+# -- time ------------------------------------------------------------------------
+CLOCK_REALTIME, CLOCK_MONOTONIC = 0, 1
+REALTIME_CLOCKS = {0, 5, 8, 11}          # REALTIME, _COARSE, _ALARM, TAI
+TIMER_ABSTIME = 1
+
+
+def clock_value(node, clk: int) -> int | None:
+    if clk in REALTIME_CLOCKS:
+        return node.realtime_ns()
+    if clk in (1, 4, 6, 7, 9):           # MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM
+        return node.monotonic_ns()
+    if clk in (2, 3):                    # CPU-time clocks: logical too
+        return node.elapsed_ns
+    return None
+
+
+def timespec(ns: int) -> bytes:
+    return struct.pack("<qq", ns // 10**9, ns % 10**9)
+
+
+@handles("clock_gettime")
+def sys_clock_gettime(node, args):
+    value = clock_value(node, _signed(args[0]))
+    if value is None:
+        return Err(errno.EINVAL)
+    if not node.write(args[1], timespec(value)):
+        return Err(errno.EFAULT)
+    return Ret(0)
+
+
+@handles("gettimeofday")
+def sys_gettimeofday(node, args):
+    ns = node.realtime_ns()
+    if args[0] and not node.write(args[0], struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)):
+        return Err(errno.EFAULT)
+    if args[1] and not node.write(args[1], struct.pack("<ii", 0, 0)):
+        return Err(errno.EFAULT)
+    return Ret(0)
+
+
+@handles("time")
+def sys_time(node, args):
+    secs = node.realtime_ns() // 10**9
+    if args[0] and not node.write(args[0], struct.pack("<q", secs)):
+        return Err(errno.EFAULT)
+    return Ret(secs)
+
+
+def sleep_block(node, duration_ns: int, rem_addr: int, what: str) -> Block:
+    def fired():
+        if rem_addr:
+            node.write(rem_addr, timespec(0))
+        return Ret(0)
+    return Block(lambda: None, max(duration_ns, 0), fired, what)
+
+
+def read_timespec(node, addr: int) -> int | None:
+    raw = node.read(addr, 16)
+    if raw is None or len(raw) != 16:
+        return None
+    sec, nsec = struct.unpack("<qq", raw)
+    if sec < 0 or not 0 <= nsec < 10**9:
+        return None
+    return sec * 10**9 + nsec
+
+
+@handles("nanosleep")
+def sys_nanosleep(node, args):
+    ns = read_timespec(node, args[0])
+    if ns is None:
+        return Err(errno.EINVAL)
+    return sleep_block(node, ns, args[1], "nanosleep")
+
+
+@handles("clock_nanosleep")
+def sys_clock_nanosleep(node, args):
+    clk, flags = _signed(args[0]), args[1]
+    ns = read_timespec(node, args[2])
+    now = clock_value(node, clk)
+    if ns is None or now is None:
+        return Ret(errno.EINVAL)          # clock_nanosleep returns the error number
+    if flags & TIMER_ABSTIME:
+        ns = ns - now
+    block = sleep_block(node, ns, 0 if flags & TIMER_ABSTIME else args[3], "clock_nanosleep")
+    return block
+
+
+# -- randomness ------------------------------------------------------------------
+@handles("getrandom")
+def sys_getrandom(node, args):
+    n = min(args[1], 1 << 20)
+    if not node.write(args[0], node.random_bytes(n)):
+        return Err(errno.EFAULT)
+    return Ret(n)
+
+
+# -- fds 3 and 193, and writes to virtual sockets ----------------------------------
+def read_iovecs(node, addr: int, count: int) -> bytes | None:
+    if count > 1024:
+        return None
+    raw = node.read(addr, 16 * count)
+    if raw is None or len(raw) != 16 * count:
+        return None
+    out = b""
+    for i in range(count):
+        base, length = struct.unpack_from("<QQ", raw, 16 * i)
+        if length:
+            chunk = node.read(base, length)
+            if chunk is None:
+                return None
+            out += chunk
+    return out
+
+
+@handles("write", "pwrite64")
+def sys_write(node, args):
+    fd = fd_arg(args[0])
+    if fd in (STATE_FD, DURABLE_FD):
+        data = node.read(args[1], args[2])
+        if data is None:
+            return Err(errno.EFAULT)
+        node.take_state_bytes(fd, data)
+        return Ret(len(data))
+    from .sockcalls import sock_send
+    return sock_send(node, fd, args[1], args[2], 0, "write")
+
+
+@handles("writev", "pwritev", "pwritev2")
+def sys_writev(node, args):
+    fd = fd_arg(args[0])
+    data = read_iovecs(node, args[1], args[2])
+    if data is None:
+        return Err(errno.EFAULT)
+    if fd in (STATE_FD, DURABLE_FD):
+        node.take_state_bytes(fd, data)
+        return Ret(len(data))
+    from .sockcalls import sock_send_bytes
+    return sock_send_bytes(node, fd, data, 0, "writev")
+
+
+# -- exec and processes --------------------------------------------------------------
+@handles("execve", "execveat")
+def sys_execve(node, args):
+    notif = node.current
+    if notif.nr == NR["execveat"]:
+        path = node.read_cstr(args[1])
+        dirfd = fd_arg(args[0])
+        if path is not None and not path.startswith(b"/") and dirfd != -100:
+            return CONTINUE          # relative to a directory fd: rare, let it run
+    else:
+        path = node.read_cstr(args[0])
+    if path is None:
+        return Err(errno.EFAULT)
+    full = path if path.startswith(b"/") else os.path.join(f"/proc/{notif.pid}/cwd".encode(), path)
+    if not os.path.exists(full):
+        return Err(errno.ENOENT)
+    if not os.access(full, os.X_OK) or os.path.isdir(full):
+        return Err(errno.EACCES)
+    try:
+        outcome, status = _native.exec_continue(node.listener, notif.id, notif.pid,
+                                                _exec_seed(node), 5000)
+    except OSError as e:
+        raise TargetError(node.cluster.where(node) +
+                          f"execve({path.decode(errors='replace')}) could not be traced: "
+                          f"{e.strerror}") from None
+    node.exec_count += 1
+    if outcome == 2:      # the program died during exec; C has reaped it
+        node.pid = 0
+        raise TargetError(node.cluster.where(node) +
+                          f"died during execve({path.decode(errors='replace')}) "
+                          f"(wait status {status:#x})")
+    if outcome == 0:      # close-on-exec virtual fds go away with the old image
+        from .sockcalls import close_vfd
+        for fd in sorted(node.cloexec):
+            close_vfd(node, fd)
+    return ANSWERED
+
+
+def _exec_seed(node) -> bytes:
+    import hashlib
+    return hashlib.blake2b(f"cmc-auxv/{node.index}/{node.incarnation}/{node.exec_count}".encode(),
+                           digest_size=16).digest()
+
+
+CLONE_THREAD = 0x00010000
+
+
+@handles("clone")
+def sys_clone(node, args):
+    if args[0] & CLONE_THREAD:
+        return CONTINUE
+    raise TargetError(node.cluster.where(node) +
+                      f"called clone(flags={args[0]:#x}) to create a new process, which cmc does "
+                      "not support (only threads)")
+
+
+@handles("clone3")
+def sys_clone3(node, args):
+    raw = node.read(args[0], 8)
+    flags = struct.unpack("<Q", raw)[0] if raw and len(raw) == 8 else 0
+    if flags & CLONE_THREAD:
+        return CONTINUE
+    raise TargetError(node.cluster.where(node) +
+                      f"called clone3(flags={flags:#x}) to create a new process, which cmc does "
+                      "not support (only threads)")
+
+
+@handles("fork", "vfork")
+def sys_fork(node, args):
+    raise TargetError(node.cluster.where(node) +
+                      f"called {NAME[node.current.nr]}() to create a new process, which cmc "
+                      "does not support")
+
+
+RLIMIT_NOFILE = 7
+
+
+@handles("setrlimit")
+def sys_setrlimit(node, args):
+    if args[0] == RLIMIT_NOFILE:
+        return Ret(0)   # real fds must stay below 500: pretend, keep the limit
+    return CONTINUE
+
+
+@handles("prlimit64")
+def sys_prlimit64(node, args):
+    if args[1] != RLIMIT_NOFILE or (args[0] and args[0] != node.current.pid):
+        return CONTINUE
+    if args[3] and not node.write(args[3], struct.pack("<QQ", VFD_BASE, VFD_BASE)):
+        return Err(errno.EFAULT)
+    return Ret(0)
+
+
+@handles("close_range")
+def sys_close_range(node, args):
+    first, last = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF
+    from .sockcalls import close_vfd
+    for fd in sorted(node.fds):
+        if first <= fd <= last:
+            if args[2] & 4:   # CLOSE_RANGE_CLOEXEC
+                node.cloexec.add(fd)
+            else:
+                close_vfd(node, fd)
+    return CONTINUE
+
+
+from . import sockcalls  # noqa: E402,F401  (registers the socket handlers)

@@ -1,0 +1,379 @@
+"""A cluster of real node processes, seen by the engine as a model (the seam).
+
+The engine knows a system only through: `launch()` (State 1), `actions()` (the
+enabled environment actions, in a fixed order), `apply(key)`, `fingerprint()`
+and `view()`. This module turns those into process launches, deliveries,
+resets, timeouts and kills, and computes what SPEC §3 puts in a world.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+import xxhash
+
+from ..errors import EngineError, TargetError
+from .net import CONNECT, DATA, FIN, RST, Connection, Endpoint, Msg, Network, fmt_addr, quote
+from .node import Node
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    name: str
+    host: str
+    port: int
+    requests: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    nodes: tuple[NodeSpec, ...]
+    clients: tuple[ClientSpec, ...]
+    budgets: dict           # crash/drop/dup: int; fire: int | None (unlimited)
+    reply_record: Callable  # (client, node, index, req, raw) -> dict
+    params: dict = field(default_factory=dict)
+    network: str = "fifo"
+    channel_cap: int = 64
+    watchdog_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class Action:
+    key: tuple
+    label: str
+
+
+class Client:
+    """A ghost client: a peer with no process (SPEC §4)."""
+
+    def __init__(self, index: int, spec: ClientSpec):
+        self.spec = spec
+        self.name = spec.name
+        ip = "::1" if ":" in spec.host else "127.0.0.1"
+        self.addr = (ip, 60000 + index)
+        self.conn: Connection | None = None
+        self.next_req = 0
+        self.last_req = ""
+        self.finished = False
+        self.linebuf = bytearray()
+
+
+class Cluster:
+    def __init__(self, spec: ClusterSpec, workroot: str):
+        self.spec = spec
+        self.workroot = workroot
+        self.outdir = os.path.join(workroot, "out")
+        for d in (self.outdir, os.path.join(workroot, "nodes")):
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+        self.net = Network(spec.channel_cap)
+        self.watchdog_s = spec.watchdog_s
+        self.nodes: list[Node] = []
+        for i, ns in enumerate(spec.nodes):
+            cwd = os.path.join(workroot, "nodes", f"{i}-{ns.name}")
+            os.makedirs(cwd)
+            self.nodes.append(Node(self, i, ns.name, list(ns.argv), cwd))
+        self.clients = [Client(i, c) for i, c in enumerate(spec.clients)]
+        self.budgets = dict(spec.budgets)
+        self.replies: list[dict] = []
+        self.step = 0
+        self.step_label = "launch"
+        self._ports = [40000 + 1000 * i for i in range(len(self.nodes))]
+
+    # -- helpers the kernel uses ----------------------------------------------------
+    def where(self, node: Node) -> str:
+        return f"node {node.name} (step {self.step}, {self.step_label}): "
+
+    def output_path(self, node: Node) -> str:
+        return os.path.join(self.outdir, f"{node.index}-{node.name}.{node.incarnation}")
+
+    def stderr_tail(self, node: Node) -> str:
+        try:
+            with open(self.output_path(node) + ".stderr", "rb") as f:
+                tail = f.read()[-400:].decode(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"; its stderr ends with:\n{tail}" if tail else ""
+
+    def ephemeral_port(self, node: Node) -> int:
+        self._ports[node.index] += 1
+        return self._ports[node.index]
+
+    def name_of(self, owner) -> str:
+        return self.nodes[owner].name if isinstance(owner, int) else str(owner)
+
+    def client_named(self, name: str) -> Client:
+        return next(c for c in self.clients if c.name == name)
+
+    def send(self, conn: Connection, side: int, msg: Msg) -> None:
+        """A node sends on its end of conn. Bytes to a ghost client are consumed
+        at once (SPEC §8: no DELIVER, no DROP)."""
+        receiver = conn.end(1 - side)
+        if receiver is not None and isinstance(receiver.owner, str):
+            client = self.client_named(receiver.owner)
+            if msg.kind == DATA:
+                self._client_receive(client, conn, msg.data)
+            else:
+                client.finished = True
+                receiver.closed = True
+                self.net.collect()
+            return
+        self.net.send(conn, side, msg)
+
+    def _client_receive(self, client: Client, conn: Connection, data: bytes) -> None:
+        client.linebuf += data
+        while True:
+            nl = client.linebuf.find(b"\n")
+            if nl < 0:
+                return
+            raw = bytes(client.linebuf[:nl]).rstrip(b"\r").decode("utf-8", errors="replace")
+            del client.linebuf[:nl + 1]
+            record = self.spec.reply_record(client.name, conn.b.owner, len(self.replies),
+                                            client.last_req, raw)
+            self.replies.append(record)
+            self._client_send_next(client)
+
+    def _client_send_next(self, client: Client) -> None:
+        if client.finished or client.next_req >= len(client.spec.requests):
+            return
+        req = client.spec.requests[client.next_req]
+        client.next_req += 1
+        client.last_req = req.decode("utf-8", errors="replace").rstrip("\r\n")
+        self.net.send(client.conn, 0, Msg(DATA, req))
+
+    def node_exited(self, node: Node) -> None:
+        """A program exited by itself: the kernel closes its descriptors."""
+        from .sockcalls import close_vfd
+        for fd in sorted(node.fds):
+            close_vfd(node, fd)
+
+    # -- the engine's protocol -------------------------------------------------------
+    def launch(self) -> None:
+        self.step, self.step_label = 0, "launch"
+        for node in self.nodes:
+            node.launch()
+        for client in self.clients:
+            dst = (client.spec.host, client.spec.port)
+            client.conn = self.net.connect(client.name, client.addr, dst)
+            self._client_send_next(client)
+        self.settle()
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.kill()
+
+    def settle(self) -> None:
+        """Run every node whose blocked call can now complete, in node order,
+        until none can (SPEC §8)."""
+        progress = True
+        while progress:
+            progress = False
+            for node in self.nodes:
+                if node.try_wake():
+                    progress = True
+
+    def _conns_in_order(self) -> list[tuple[tuple, Connection]]:
+        conns = sorted(self.net.conns, key=lambda c: (c.key(), c.serial))
+        out, seen = [], {}
+        for c in conns:
+            k = c.key()
+            seen[k] = seen.get(k, -1) + 1
+            out.append((k + (seen[k],), c))
+        return out
+
+    def _dst_name(self, conn: Connection) -> str:
+        if conn.b is not None:
+            return self.name_of(conn.b.owner)
+        found = self.net.listener_for(conn.dst)
+        return self.name_of(found[0]) if found else fmt_addr(conn.dst)
+
+    def _chan_names(self, conn: Connection, side: int) -> tuple[str, str]:
+        a, b = self.name_of(conn.a.owner), self._dst_name(conn)
+        return (a, b) if side == 0 else (b, a)
+
+    def actions(self) -> list[Action]:
+        out = []
+        conns = self._conns_in_order()
+        for key, conn in conns:
+            for side in (0, 1):
+                if conn.chan[side]:
+                    src, dst = self._chan_names(conn, side)
+                    out.append(Action(("DELIVER", key, side),
+                                      f"DELIVER {src} -> {dst} {conn.chan[side][0].describe()}"))
+        if self.budgets.get("drop", 0) > 0:
+            for key, conn in conns:
+                if conn.in_flight():
+                    src, dst = self._chan_names(conn, 0)
+                    out.append(Action(("DROP", key), f"DROP {src} -> {dst}"))
+        fire = self.budgets.get("fire")
+        if fire is None or fire > 0:
+            for node in self.nodes:
+                if node.alive and node.pending and node.pending[1].timeout_ns:
+                    block = node.pending[1]
+                    out.append(Action(("FIRE", node.index),
+                                      f"FIRE {node.name} {block.what} {block.timeout_ns / 1e9:g}s"))
+        if self.budgets.get("crash", 0) > 0:
+            for node in self.nodes:
+                if node.alive:
+                    out.append(Action(("CRASH", node.index), f"CRASH {node.name}"))
+        return out
+
+    def apply(self, key: tuple) -> str:
+        """Apply one enabled action; returns its label."""
+        label = next((a.label for a in self.actions() if a.key == key), None)
+        if label is None:
+            raise EngineError(f"replay diverged: action {key!r} is not enabled at step {self.step + 1}")
+        self.step += 1
+        self.step_label = f"<{label}>"
+        kind = key[0]
+        if kind == "DELIVER":
+            self._deliver(self._conn_by_key(key[1]), key[2])
+        elif kind == "DROP":
+            self.budgets["drop"] -= 1
+            self._reset(self._conn_by_key(key[1]))
+        elif kind == "FIRE":
+            if self.budgets.get("fire") is not None:
+                self.budgets["fire"] -= 1
+            node = self.nodes[key[1]]
+            node.history.append(("FIRE", node.pending[1].timeout_ns))
+            node.fire()
+        elif kind == "CRASH":
+            self.budgets["crash"] -= 1
+            self._crash(self.nodes[key[1]])
+        self.net.collect()
+        self.settle()
+        self.net.collect()
+        return label
+
+    def _conn_by_key(self, key: tuple) -> Connection:
+        for k, c in self._conns_in_order():
+            if k == key:
+                return c
+        raise EngineError(f"replay diverged: no connection {key!r}")
+
+    def _deliver(self, conn: Connection, side: int) -> None:
+        msg = conn.chan[side].popleft()
+        if msg.kind == CONNECT:
+            found = self.net.listener_for(conn.dst)
+            if found is None:
+                self._reset(conn)       # refused: nothing listens there now
+                return
+            owner, lsock = found
+            conn.b = Endpoint(owner, conn.dst)
+            conn.established = True
+            lsock.backlog.append(conn)
+            self.nodes[owner].history.append(("ACCEPTABLE", conn.key()))
+            return
+        receiver = conn.end(1 - side)
+        if isinstance(receiver.owner, int):
+            self.nodes[receiver.owner].history.append((msg.kind, conn.key(), msg.data))
+        if msg.kind == DATA:
+            if receiver.closed:
+                self._reset(conn)       # data to a closed socket: the peer gets RST
+            else:
+                receiver.rbuf += msg.data
+        elif msg.kind == FIN:
+            receiver.eof = True
+        elif msg.kind == RST:
+            self._reset(conn)
+
+    def _reset(self, conn: Connection) -> None:
+        for owner in self.net.reset(conn):
+            if isinstance(owner, str):
+                client = self.client_named(owner)
+                client.finished = True
+                conn.a.closed = True
+            else:
+                self.nodes[owner].history.append(("RESET", conn.key()))
+
+    def _crash(self, node: Node) -> None:
+        node.kill()
+        for conn in list(self.net.conns):
+            mine = [ep for ep in (conn.a, conn.b) if ep is not None and ep.owner == node.index]
+            if mine:
+                for ep in mine:
+                    ep.closed = True
+                self._reset(conn)
+        for addr, (owner, _) in list(self.net.listeners.items()):
+            if owner == node.index:
+                del self.net.listeners[addr]
+        self.net.collect()
+        node.crashes += 1
+        node.incarnation += 1
+        node.history.append(("CRASH",))
+        node.launch()
+
+    # -- what a world is ------------------------------------------------------------
+    def node_value(self, node: Node):
+        """node[i]: volatile if this incarnation emitted on fd 3, else durable."""
+        if node.volatile_emitted:
+            return node.volatile
+        return node.durable
+
+    def fingerprint(self) -> bytes:
+        def canon(v):
+            return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+        def ep_state(ep):
+            if ep is None:
+                return None
+            return (self.name_of(ep.owner), bytes(ep.rbuf), ep.eof, ep.reset, ep.reset_reported,
+                    ep.shut_wr, ep.closed, ep.accepted)
+        nodes = []
+        for n in self.nodes:
+            timeout = n.pending[1].timeout_ns if n.pending else None
+            own = (canon(n.volatile) if n.volatile_emitted else "-") if n.ever_wrote_state \
+                else tuple(n.history)
+            nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), timeout))
+        conns = []
+        for key, c in self._conns_in_order():
+            conns.append((key, c.established, c.refused,
+                          tuple((m.kind, m.data) for m in c.chan[0]),
+                          tuple((m.kind, m.data) for m in c.chan[1]),
+                          ep_state(c.a), ep_state(c.b)))
+        listeners = sorted((fmt_addr(a), o) for a, (o, _) in self.net.listeners.items())
+        clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf)) for c in self.clients]
+        budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
+        world = (tuple(nodes), tuple(conns), tuple(listeners), tuple(clients), tuple(budgets),
+                 canon(self.replies))
+        return xxhash.xxh3_128_digest(repr(world).encode())
+
+    def network_view(self) -> list[dict]:
+        out = []
+        for _, conn in self._conns_in_order():
+            for side in (0, 1):
+                src, dst = self._chan_names(conn, side)
+                for m in conn.chan[side]:
+                    out.append({"src": src, "dst": dst, "kind": m.kind,
+                                "data": m.data.decode("utf-8", errors="replace")})
+        return out
+
+    def view(self) -> dict:
+        return {
+            "node": [self.node_value(n) for n in self.nodes],
+            "volatile": [n.volatile if n.volatile_emitted else None for n in self.nodes],
+            "durable": [n.durable for n in self.nodes],
+            "alive": [n.alive for n in self.nodes],
+            "crashes": [n.crashes for n in self.nodes],
+            "replies": [dict(r) for r in self.replies],
+            "network": self.network_view(),
+            "params": dict(self.spec.params),
+            "node_names": [n.name for n in self.nodes],
+        }
+
+    def in_flight_labels(self) -> list[str]:
+        out = []
+        for _, conn in self._conns_in_order():
+            for side in (0, 1):
+                src, dst = self._chan_names(conn, side)
+                out += [f"{src} -> {dst} {m.describe()}" for m in conn.chan[side]]
+        return out

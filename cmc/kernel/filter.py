@@ -1,0 +1,150 @@
+"""The seccomp filter every node runs under: which calls cmc sees.
+
+The policy lives here, in Python; csrc/ only installs the instructions it is given.
+A call is *notified* (cmc answers it) when it can touch what cmc emulates:
+
+- always: socket creation (AF_INET/AF_INET6 become virtual), the clock and sleeps
+  (time is logical), poll/select/epoll_wait (their fds are in memory), getrandom,
+  execve (to hide the vDSO at every exec), process creation (only threads are
+  allowed), and rlimit changes (real fds must stay below 500);
+- when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
+  writes also when the fd is 3 or 193 (the state channels cmc takes synchronously).
+
+Everything else runs natively, so files, pipes and AF_UNIX sockets cost nothing.
+io_uring is refused with ENOSYS: it would be a way around every interception.
+"""
+from __future__ import annotations
+
+import errno
+
+from .syscalls_x86_64 import NR
+
+VFD_BASE = 500
+STATE_FD = 3
+DURABLE_FD = 193
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_BIT = 0x40000000
+
+RET_KILL_PROCESS = 0x80000000
+RET_ALLOW = 0x7FFF0000
+RET_USER_NOTIF = 0x7FC00000
+RET_ERRNO = 0x00050000
+
+LD_W_ABS = 0x20
+JEQ_K = 0x15
+JGE_K = 0x35
+JA = 0x05
+RET_K = 0x06
+
+OFF_NR = 0
+OFF_ARCH = 4
+
+
+def _off_arg(i: int) -> int:
+    return 16 + 8 * i   # low 32 bits of args[i] on little endian
+
+
+ALWAYS = (
+    "socket", "execve", "execveat", "clock_gettime", "gettimeofday", "time",
+    "nanosleep", "clock_nanosleep", "poll", "ppoll", "select", "pselect6",
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "getrandom",
+    "clone", "clone3", "fork", "vfork", "setrlimit", "prlimit64", "close_range",
+)
+REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+FD_ARG0 = (
+    "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",
+    "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
+    "bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername",
+    "setsockopt", "getsockopt", "fcntl", "dup", "fsync", "fdatasync", "ftruncate",
+    "flock", "fchdir", "fchmod", "fchown", "getdents64", "newfstatat", "statx", "fstatfs",
+    "splice", "tee", "copy_file_range",
+)
+WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
+FD_ARG01 = ("dup2", "dup3", "sendfile")
+FD_ARG2 = ("epoll_ctl",)
+
+
+class _Asm:
+    """A tiny classic-BPF assembler with labels (conditional jumps reach 255 ahead;
+    longer jumps go through `ja`, whose offset is 32 bits)."""
+
+    def __init__(self) -> None:
+        self.code: list[list] = []
+        self.labels: dict[str, int] = {}
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def ld(self, off: int) -> None:
+        self.code.append([LD_W_ABS, 0, 0, off])
+
+    def jump(self, op: int, k: int, jt, jf) -> None:
+        self.code.append([op, jt, jf, k])
+
+    def ja(self, target: str) -> None:
+        self.code.append([JA, 0, 0, target])
+
+    def ret(self, value: int) -> None:
+        self.code.append([RET_K, 0, 0, value])
+
+    def assemble(self) -> list[tuple[int, int, int, int]]:
+        out = []
+        for pc, (op, jt, jf, k) in enumerate(self.code):
+            def rel(t):
+                if isinstance(t, int):
+                    return t
+                d = self.labels[t] - pc - 1
+                if not 0 <= d <= 255:
+                    raise AssertionError(f"BPF jump to {t} out of range")
+                return d
+            if op == JA:
+                k = self.labels[k] - pc - 1
+            else:
+                jt, jf = rel(jt), rel(jf)
+            out.append((op, jt, jf, k))
+        return out
+
+
+def _fd_check(a: _Asm, arg: int, notify: str, otherwise: str | int) -> None:
+    """Jump to `notify` when (int32)args[arg] >= VFD_BASE, else to `otherwise`."""
+    a.ld(_off_arg(arg))
+    a.jump(JGE_K, 0x80000000, otherwise, 0)    # negative: AT_FDCWD, -1
+    a.jump(JGE_K, VFD_BASE, notify, otherwise)
+
+
+def build_filter() -> list[tuple[int, int, int, int]]:
+    a = _Asm()
+    a.ld(OFF_ARCH)
+    a.jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0)
+    a.ret(RET_KILL_PROCESS)
+    a.ld(OFF_NR)
+    a.jump(JGE_K, X32_BIT, "enosys", 0)
+    for group, target in ((ALWAYS, "notify"), (REFUSED, "enosys"), (FD_ARG0, "arg0"),
+                          (WRITES, "write"), (FD_ARG01, "arg01"), (FD_ARG2, "arg2")):
+        for name in group:
+            if name not in NR:
+                continue
+            a.jump(JEQ_K, NR[name], 0, 1)
+            a.ja(target)
+    a.ret(RET_ALLOW)
+
+    a.label("write")            # falls through into arg0
+    a.ld(_off_arg(0))
+    a.jump(JEQ_K, STATE_FD, "notify", 0)
+    a.jump(JEQ_K, DURABLE_FD, "notify", 0)
+    a.label("arg0")
+    _fd_check(a, 0, "notify", "allow")
+    a.label("arg01")
+    _fd_check(a, 0, "notify", 0)
+    _fd_check(a, 1, "notify", "allow")
+    a.label("arg2")
+    _fd_check(a, 2, "notify", "allow")
+
+    a.label("notify")
+    a.ret(RET_USER_NOTIF)
+    a.label("allow")
+    a.ret(RET_ALLOW)
+    a.label("enosys")
+    a.ret(RET_ERRNO | errno.ENOSYS)
+    return a.assemble()

@@ -1,0 +1,288 @@
+"""A node: one program under check, its process, and what cmc keeps for it.
+
+The process runs until it makes a notified call. `Node.run` answers calls that can
+complete at once and stops at the first one that cannot: the node is then
+*quiescent*, holding one pending notification that an environment action (a
+delivery, a timeout firing, a reset) may complete later. A node whose process
+has exited is quiescent too.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import signal
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import TargetError
+from . import _native
+from .filter import VFD_BASE, build_filter
+
+# SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
+REALTIME_START_NS = 1767225600 * 10**9
+MONOTONIC_START_NS = 1000 * 10**9
+
+_FILTER = build_filter()
+
+
+@dataclass
+class Ret:
+    val: int
+
+
+@dataclass
+class Err:
+    errno: int
+
+
+CONTINUE = object()   # let the call run natively
+ANSWERED = object()   # the handler has answered the notification itself
+
+
+@dataclass
+class Block:
+    """A call that cannot complete yet. `attempt` completes it when the world
+    allows (returns Ret/Err, doing its side effects) or returns None;
+    `timeout_ns` (finite) enables a FIRE, which `on_fire` answers."""
+    attempt: Callable[[], object]
+    timeout_ns: int | None = None
+    on_fire: Callable[[], object] | None = None
+    what: str = ""
+
+
+class Node:
+    def __init__(self, cluster, index: int, name: str, argv: list[str], cwd: str):
+        self.cluster = cluster
+        self.index = index
+        self.name = name
+        self.argv = argv
+        self.cwd = cwd
+        self.incarnation = 0
+        self.crashes = 0
+        self.elapsed_ns = 0            # logical time since first launch
+        self.ever_wrote_state = False
+        self.history: list = []        # input history (SPEC §3), for nodes without fd-3 state
+        self.durable = None
+        self.durable_emitted = False
+        self.pid = 0
+        self.listener = -1
+        self.alive = False
+        self.exited = None             # wait status if the program exited by itself
+        self._reset_incarnation()
+
+    # -- per-incarnation state -----------------------------------------------
+    def _reset_incarnation(self) -> None:
+        self.volatile = None
+        self.volatile_emitted = False
+        self.bufs = {3: bytearray(), 193: bytearray()}
+        self.fds: dict[int, object] = {}
+        self.cloexec: set[int] = set()
+        self.pending = None            # (Notification, Block)
+        self.random_offset = 0
+        self.exec_count = 0
+
+    # -- process ---------------------------------------------------------------
+    def launch(self) -> None:
+        self._reset_incarnation()
+        out = self.cluster.output_path(self)
+        with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out, \
+                open(out + ".stdout", "ab") as so, open(out + ".stderr", "ab") as se:
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "LANG": "C",
+                "HOME": self.cwd,
+                "CMC_NODE": str(self.index),
+                "CMC_INCARNATION": str(self.incarnation),
+            }
+            fds = [null_in.fileno(), so.fileno(), se.fileno(), null_out.fileno(), null_out.fileno()]
+            try:
+                self.pid, self.listener = _native.spawn(
+                    self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
+            except OSError as e:
+                from ..errors import UnsupportedMachine
+                raise UnsupportedMachine(
+                    f"cannot start node {self.name} under the seccomp filter: {e.strerror} "
+                    "(cmc needs Linux >= 5.9 with seccomp user notification)") from None
+        self.alive = True
+        self.exited = None
+        self.run(None)
+
+    def kill(self) -> None:
+        """SIGKILL the process (a CRASH, or cleanup) and reap it."""
+        if self.pid:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.pid = 0
+        if self.listener >= 0:
+            os.close(self.listener)
+            self.listener = -1
+        self.alive = False
+        self.pending = None
+
+    # -- memory ----------------------------------------------------------------
+    def read(self, addr: int, length: int) -> bytes:
+        try:
+            return _native.read_mem(self.pid, addr, length)
+        except OSError:
+            return None
+
+    def write(self, addr: int, data: bytes) -> bool:
+        try:
+            _native.write_mem(self.pid, addr, data)
+            return True
+        except OSError:
+            return False
+
+    def read_cstr(self, addr: int, limit: int = 4096) -> bytes | None:
+        out = b""
+        while len(out) < limit:
+            chunk_len = min(256, 4096 - (addr + len(out)) % 4096)
+            chunk = self.read(addr + len(out), chunk_len)
+            if chunk is None:
+                return None
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                return out + chunk[:nul]
+            out += chunk
+        return out
+
+    # -- logical time and randomness -----------------------------------------
+    def realtime_ns(self) -> int:
+        return REALTIME_START_NS + self.elapsed_ns
+
+    def monotonic_ns(self) -> int:
+        return MONOTONIC_START_NS + self.elapsed_ns
+
+    def random_bytes(self, n: int) -> bytes:
+        """A deterministic stream per (node, incarnation)."""
+        out = bytearray()
+        while len(out) < n:
+            block = self.random_offset // 64
+            skip = self.random_offset % 64
+            h = hashlib.blake2b(f"cmc/{self.index}/{self.incarnation}/{block}".encode(),
+                                digest_size=64).digest()
+            take = h[skip:skip + n - len(out)]
+            out += take
+            self.random_offset += len(take)
+        return bytes(out)
+
+    # -- fd 3 and fd 193 -------------------------------------------------------
+    def take_state_bytes(self, fd: int, data: bytes) -> None:
+        buf = self.bufs[fd]
+        buf += data
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                return
+            line = bytes(buf[:nl])
+            del buf[:nl + 1]
+            try:
+                value = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise TargetError(self.cluster.where(self) +
+                                  f"wrote a line that is not JSON on fd {fd}: {line[:200]!r}") from None
+            if fd == 3:
+                self.volatile = value
+                self.volatile_emitted = True
+                self.ever_wrote_state = True
+            else:
+                self.durable = value
+                self.durable_emitted = True
+
+    # -- running ---------------------------------------------------------------
+    def run(self, outcome) -> None:
+        """Answer the held call with `outcome` (None: nothing held) and run the
+        node until it blocks in a call that cannot complete, or exits."""
+        from .calls import dispatch
+        while True:
+            if outcome is not None and outcome[1] is not ANSWERED:
+                notif = outcome[0]
+                if not self._answer(notif, outcome[1]):
+                    self._wait_exit()
+                    return
+            notif = self._next_notification()
+            if notif is None:
+                return
+            result = dispatch(self, notif)
+            if isinstance(result, Block):
+                done = result.attempt()
+                if done is None and result.timeout_ns == 0:
+                    done = result.on_fire()
+                if done is None:
+                    self.pending = (notif, result)
+                    return
+                result = done
+            outcome = (notif, result)
+
+    def _answer(self, notif, result) -> bool:
+        if result is CONTINUE:
+            return _native.respond(self.listener, notif.id, cont=True)
+        if isinstance(result, Err):
+            return _native.respond(self.listener, notif.id, err=result.errno)
+        return _native.respond(self.listener, notif.id, val=result.val)
+
+    def try_wake(self) -> bool:
+        """Complete the held call if the world now allows it, and run on."""
+        if not self.alive or self.pending is None:
+            return False
+        notif, block = self.pending
+        done = block.attempt()
+        if done is None:
+            return False
+        self.pending = None
+        self.run((notif, done))
+        return True
+
+    def fire(self) -> None:
+        notif, block = self.pending
+        self.pending = None
+        self.elapsed_ns += block.timeout_ns
+        self.run((notif, block.on_fire()))
+
+    def _next_notification(self):
+        watchdog = self.cluster.watchdog_s
+        p = select.poll()
+        p.register(self.listener, select.POLLIN)
+        events = p.poll(int(watchdog * 1000))
+        if not events:
+            raise TargetError(self.cluster.where(self) +
+                              f"ran for {watchdog:g} s without blocking in an emulated call "
+                              "(watchdog; raise it with --watchdog)")
+        _, ev = events[0]
+        if ev & select.POLLIN:
+            try:
+                return _native.recv(self.listener)
+            except OSError:
+                pass
+        self._wait_exit()
+        return None
+
+    def _wait_exit(self) -> None:
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        os.close(self.listener)
+        self.listener = -1
+        self.alive = False
+        self.pending = None
+        self.exited = status
+        if os.WIFSIGNALED(status):
+            sig = signal.Signals(os.WTERMSIG(status)).name
+            raise TargetError(self.cluster.where(self) + f"died of signal {sig} outside a CRASH action")
+        code = os.WEXITSTATUS(status)
+        self.cluster.node_exited(self)
+        if code != 0:
+            raise TargetError(self.cluster.where(self) +
+                              f"exited with status {code} outside a CRASH action" +
+                              self.cluster.stderr_tail(self))

@@ -1,0 +1,703 @@
+"""Emulated calls on virtual sockets (descriptors >= 500), with Linux's errno rules.
+
+The data path and readiness are decided here, because that is where the
+interleavings live: a call that cannot complete returns a Block whose `attempt`
+is retried whenever the environment acts.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import struct
+
+from . import sockaddr
+from .calls import fd_arg, handles, read_iovecs, unsupported
+from .filter import VFD_BASE
+from .net import CONNECT, DATA, FIN, RST, Msg, Sock
+from .node import CONTINUE, Block, Err, Ret
+
+SOCK_STREAM, SOCK_DGRAM = 1, 2
+SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, 0o2000000
+O_NONBLOCK = 0o4000
+MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL = 0x2, 0x40, 0x100, 0x4000
+POLLIN, POLLPRI, POLLOUT, POLLERR, POLLHUP, POLLNVAL, POLLRDHUP = 1, 2, 4, 8, 0x10, 0x20, 0x2000
+SOL_SOCKET, IPPROTO_TCP = 1, 6
+SO_TYPE, SO_ERROR, SO_RCVTIMEO, SO_SNDTIMEO = 3, 4, 20, 21
+F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
+FIONBIO, FIONREAD = 0x5421, 0x541B
+S_IFSOCK = 0o140000
+
+
+def get_sock(node, fd: int) -> Sock | None:
+    return node.fds.get(fd)
+
+
+def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False) -> int:
+    fd = max(lowest, VFD_BASE)
+    while fd in node.fds:
+        fd += 1
+    node.fds[fd] = sock
+    if cloexec:
+        node.cloexec.add(fd)
+    return fd
+
+
+def with_sock(fn):
+    """Decorator: resolve args[0] to a virtual socket, EBADF when it is none."""
+    def wrapper(node, args):
+        sock = get_sock(node, fd_arg(args[0]))
+        if sock is None:
+            return Err(errno.EBADF)
+        return fn(node, sock, args)
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+# -- creation, naming ------------------------------------------------------------
+@handles("socket")
+def sys_socket(node, args):
+    family, stype, proto = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        return CONTINUE      # AF_UNIX, netlink...: native
+    base = stype & 0xF
+    if base != SOCK_STREAM:
+        return unsupported(node, node.current.nr, args,
+                           "asks for a datagram or raw socket (only TCP streams are emulated yet)")
+    sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK))
+    return Ret(new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC)))
+
+
+@handles("bind")
+@with_sock
+def sys_bind(node, sock, args):
+    parsed = sockaddr.read(node, args[1], args[2])
+    if parsed is None:
+        return Err(errno.EINVAL)
+    if sock.local is not None:
+        return Err(errno.EINVAL)
+    _, (ip, port) = parsed
+    if port == 0:
+        port = node.cluster.ephemeral_port(node)
+    addr = (ip, port)
+    if node.cluster.net.addr_in_use(addr):
+        return Err(errno.EADDRINUSE)
+    sock.local = addr
+    return Ret(0)
+
+
+@handles("listen")
+@with_sock
+def sys_listen(node, sock, args):
+    if sock.conn is not None:
+        return Err(errno.EINVAL)
+    net = node.cluster.net
+    if sock.local is None:
+        sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::",
+                      node.cluster.ephemeral_port(node))
+    if not sock.listening:
+        if net.addr_in_use(sock.local):
+            return Err(errno.EADDRINUSE)
+        net.listeners[sock.local] = (node.index, sock)
+        sock.listening = True
+    return Ret(0)
+
+
+@handles("getsockname")
+@with_sock
+def sys_getsockname(node, sock, args):
+    local = sock.local or ("0.0.0.0" if sock.family == socket.AF_INET else "::", 0)
+    return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
+
+
+@handles("getpeername")
+@with_sock
+def sys_getpeername(node, sock, args):
+    if sock.conn is None or not sock.conn.established:
+        return Err(errno.ENOTCONN)
+    peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
+    return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, peer) else Err(errno.EFAULT)
+
+
+# -- accept, connect ---------------------------------------------------------------
+@handles("accept", "accept4")
+@with_sock
+def sys_accept(node, sock, args):
+    if not sock.listening:
+        return Err(errno.EINVAL)
+    flags = args[3] if node.current.nr == 288 else 0
+
+    def attempt():
+        while sock.backlog:
+            conn = sock.backlog.popleft()
+            if conn.b is None or conn.b.closed:
+                continue
+            conn.b.accepted = True
+            new = Sock(sock.family, SOCK_STREAM, nonblock=bool(flags & SOCK_NONBLOCK),
+                       local=conn.dst, conn=conn, side=1)
+            if not sockaddr.write(node, args[1], args[2], sock.family, conn.a.addr):
+                return Err(errno.EFAULT)
+            return Ret(new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC)))
+        return Err(errno.EAGAIN) if sock.nonblock else None
+    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "accept")
+
+
+@handles("connect")
+@with_sock
+def sys_connect(node, sock, args):
+    parsed = sockaddr.read(node, args[1], args[2])
+    if parsed is None:
+        return Err(errno.EINVAL)
+    if sock.listening:
+        return Err(errno.EINVAL)
+    if sock.conn is not None:
+        if sock.connecting:
+            return Err(errno.EALREADY)
+        return Err(errno.EISCONN)
+    _, dst = parsed
+    if dst[0] in ("0.0.0.0", "::"):
+        dst = ("127.0.0.1" if dst[0] == "0.0.0.0" else "::1", dst[1])
+    if sock.local is None:
+        sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", node.cluster.ephemeral_port(node))
+    sock.conn = node.cluster.net.connect(node.index, sock.local, dst)
+    sock.side = 0
+    sock.connecting = True
+    if sock.nonblock:
+        return Err(errno.EINPROGRESS)
+
+    def attempt():
+        return connect_outcome(sock, report=True)
+    return Block(attempt, None, None, "connect")
+
+
+def connect_outcome(sock: Sock, report: bool):
+    """The result of a connect once known (None while CONNECT is in flight)."""
+    conn = sock.conn
+    if conn.established:
+        sock.connecting = False
+        return Ret(0)
+    if conn.refused:
+        sock.connecting = False
+        if report:
+            conn.a.reset_reported = True
+            return Err(errno.ECONNREFUSED)
+        return Err(errno.ECONNREFUSED)
+    return None
+
+
+# -- sending ---------------------------------------------------------------------------
+def _pipe_error(node, flags: int):
+    if not flags & MSG_NOSIGNAL and not _sigpipe_ignored(node):
+        try:
+            os.kill(node.pid, signal.SIGPIPE)
+        except ProcessLookupError:
+            pass
+    return Err(errno.EPIPE)
+
+
+def _sigpipe_ignored(node) -> bool:
+    try:
+        with open(f"/proc/{node.current.pid}/status") as f:
+            for line in f:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGPIPE - 1)))
+    except OSError:
+        pass
+    return False
+
+
+def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str):
+    data = node.read(buf, length)
+    if data is None:
+        return Err(errno.EFAULT)
+    return sock_send_bytes(node, fd, data, flags, what)
+
+
+def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str):
+    sock = get_sock(node, fd)
+    if sock is None:
+        return Err(errno.EBADF)
+    if sock.conn is None:
+        return Err(errno.ENOTCONN if not sock.listening else errno.ENOTCONN)
+    if sock.connecting:
+        outcome = connect_outcome(sock, report=False)
+        if outcome is None:
+            if sock.nonblock or flags & MSG_DONTWAIT:
+                return Err(errno.EAGAIN)
+            return Block(lambda: _send_when_connected(node, sock, data, flags), None, None, what)
+        if isinstance(outcome, Err):
+            return Err(errno.ECONNREFUSED)
+    return _send_now(node, sock, data, flags)
+
+
+def _send_when_connected(node, sock, data, flags):
+    outcome = connect_outcome(sock, report=False)
+    if outcome is None:
+        return None
+    if isinstance(outcome, Err):
+        return outcome
+    return _send_now(node, sock, data, flags)
+
+
+def _send_now(node, sock: Sock, data: bytes, flags: int):
+    ep = sock.ep
+    if ep.reset:
+        if not ep.reset_reported:
+            ep.reset_reported = True
+            return Err(errno.ECONNRESET)
+        return _pipe_error(node, flags)
+    if ep.shut_wr:
+        return _pipe_error(node, flags)
+    if not data:
+        return Ret(0)
+    node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
+    return Ret(len(data))
+
+
+@handles("sendto")
+def sys_sendto(node, args):
+    if args[4]:
+        sock = get_sock(node, fd_arg(args[0]))
+        if sock is not None and sock.conn is not None:
+            return Err(errno.EISCONN)
+    return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto")
+
+
+MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, controllen, flags
+
+
+@handles("sendmsg")
+def sys_sendmsg(node, args):
+    raw = node.read(args[1], MSGHDR.size)
+    if raw is None or len(raw) != MSGHDR.size:
+        return Err(errno.EFAULT)
+    _, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    data = read_iovecs(node, iov, iovlen)
+    if data is None:
+        return Err(errno.EFAULT)
+    return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg")
+
+
+# -- receiving ---------------------------------------------------------------------------
+def sock_timeout(sock: Sock, opt: int) -> int | None:
+    t = sock.options.get((SOL_SOCKET, opt))
+    return t if t else None
+
+
+def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str):
+    """deliver(bytes) writes the bytes where the call wants them and returns
+    an error result or None."""
+    sock = get_sock(node, fd)
+    if sock is None:
+        return Err(errno.EBADF)
+    if sock.conn is None:
+        return Err(errno.ENOTCONN if sock.listening or True else errno.EINVAL)
+
+    def attempt():
+        if sock.connecting:
+            outcome = connect_outcome(sock, report=False)
+            if outcome is None:
+                return Err(errno.EAGAIN) if sock.nonblock or flags & MSG_DONTWAIT else None
+            if isinstance(outcome, Err):
+                return Err(errno.ECONNREFUSED)
+        ep = sock.ep
+        want = length if flags & MSG_WAITALL else 1
+        if ep.rbuf and (len(ep.rbuf) >= min(want, length) or ep.eof or ep.reset) or length == 0:
+            data = bytes(ep.rbuf[:length])
+            if not flags & MSG_PEEK:
+                del ep.rbuf[:length]
+            bad = deliver(data)
+            return bad if bad is not None else Ret(len(data))
+        if ep.reset:
+            if not ep.reset_reported:
+                ep.reset_reported = True
+                return Err(errno.ECONNRESET)
+            return Ret(0)
+        if ep.eof:
+            return Ret(0)
+        if sock.nonblock or flags & MSG_DONTWAIT:
+            return Err(errno.EAGAIN)
+        return None
+    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), what)
+
+
+def _to_buffer(node, buf: int):
+    return lambda data: None if node.write(buf, data) else Err(errno.EFAULT)
+
+
+def _to_iovecs(node, iov: int, count: int):
+    def deliver(data: bytes):
+        raw = node.read(iov, 16 * count)
+        if raw is None:
+            return Err(errno.EFAULT)
+        pos = 0
+        for i in range(count):
+            base, length = struct.unpack_from("<QQ", raw, 16 * i)
+            chunk = data[pos:pos + length]
+            if chunk and not node.write(base, chunk):
+                return Err(errno.EFAULT)
+            pos += len(chunk)
+            if pos >= len(data):
+                break
+        return None
+    return deliver
+
+
+def _iov_total(node, iov: int, count: int) -> int | None:
+    raw = node.read(iov, 16 * count) if count <= 1024 else None
+    if raw is None:
+        return None
+    return sum(struct.unpack_from("<QQ", raw, 16 * i)[1] for i in range(count))
+
+
+@handles("read")
+def sys_read(node, args):
+    return sock_recv(node, fd_arg(args[0]), args[2], 0, _to_buffer(node, args[1]), "read")
+
+
+@handles("readv")
+def sys_readv(node, args):
+    total = _iov_total(node, args[1], args[2])
+    if total is None:
+        return Err(errno.EFAULT)
+    return sock_recv(node, fd_arg(args[0]), total, 0, _to_iovecs(node, args[1], args[2]), "readv")
+
+
+@handles("recvfrom")
+def sys_recvfrom(node, args):
+    fd = fd_arg(args[0])
+    to_buf = _to_buffer(node, args[1])
+
+    def deliver(data):
+        bad = to_buf(data)
+        if bad is None and args[4]:
+            sock = get_sock(node, fd)
+            peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
+            if not sockaddr.write(node, args[4], args[5], sock.family, peer):
+                return Err(errno.EFAULT)
+        return bad
+    return sock_recv(node, fd, args[2], args[3], deliver, "recvfrom")
+
+
+@handles("recvmsg")
+def sys_recvmsg(node, args):
+    raw = node.read(args[1], MSGHDR.size)
+    if raw is None or len(raw) != MSGHDR.size:
+        return Err(errno.EFAULT)
+    _, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    total = _iov_total(node, iov, iovlen)
+    if total is None:
+        return Err(errno.EFAULT)
+    to_iov = _to_iovecs(node, iov, iovlen)
+
+    def deliver(data):
+        bad = to_iov(data)
+        # no address, no control data, no flags
+        node.write(args[1] + 8, struct.pack("<I", 0))
+        node.write(args[1] + 40, struct.pack("<Q", 0))
+        node.write(args[1] + 48, struct.pack("<i", 0))
+        return bad
+    return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg")
+
+
+# -- closing ---------------------------------------------------------------------------
+def release(node, sock: Sock) -> None:
+    """The last descriptor of a socket is gone."""
+    cluster = node.cluster
+    if sock.listening:
+        cluster.net.listeners.pop(sock.local, None)
+        for conn in sock.backlog:
+            if conn.b is not None and not conn.b.accepted:
+                conn.b.closed = True
+                cluster.net.reset(conn)
+        sock.backlog.clear()
+        sock.listening = False
+    elif sock.conn is not None:
+        ep = sock.ep
+        if not ep.reset and not (sock.conn.refused):
+            if ep.rbuf:
+                cluster.send(sock.conn, sock.side, Msg(RST))
+            elif not ep.shut_wr:
+                cluster.send(sock.conn, sock.side, Msg(FIN))
+        ep.shut_wr = True
+        ep.closed = True
+    cluster.net.collect()
+
+
+def close_vfd(node, fd: int) -> bool:
+    sock = node.fds.pop(fd, None)
+    node.cloexec.discard(fd)
+    if sock is None:
+        return False
+    sock.refs -= 1
+    if sock.refs == 0:
+        release(node, sock)
+    return True
+
+
+@handles("close")
+def sys_close(node, args):
+    return Ret(0) if close_vfd(node, fd_arg(args[0])) else Err(errno.EBADF)
+
+
+@handles("shutdown")
+@with_sock
+def sys_shutdown(node, sock, args):
+    how = args[1] & 0xFFFFFFFF
+    if sock.conn is None or sock.connecting:
+        return Err(errno.ENOTCONN)
+    if how not in (0, 1, 2):
+        return Err(errno.EINVAL)
+    ep = sock.ep
+    if how in (1, 2) and not ep.shut_wr and not ep.reset:
+        ep.shut_wr = True
+        node.cluster.send(sock.conn, sock.side, Msg(FIN))
+    return Ret(0)
+
+
+# -- options, flags, descriptors ------------------------------------------------------
+@handles("setsockopt")
+@with_sock
+def sys_setsockopt(node, sock, args):
+    level, opt, ptr, optlen = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
+    raw = node.read(ptr, min(optlen, 64)) if ptr else b""
+    if raw is None:
+        return Err(errno.EFAULT)
+    if level == SOL_SOCKET and opt in (SO_RCVTIMEO, SO_SNDTIMEO):
+        if len(raw) < 16:
+            return Err(errno.EINVAL)
+        sec, usec = struct.unpack_from("<qq", raw)
+        sock.options[(level, opt)] = sec * 10**9 + usec * 1000
+    else:
+        sock.options[(level, opt)] = raw
+    return Ret(0)
+
+
+@handles("getsockopt")
+@with_sock
+def sys_getsockopt(node, sock, args):
+    level, opt, ptr, lenptr = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
+    if level == SOL_SOCKET and opt == SO_ERROR:
+        value = 0
+        if sock.conn is not None and sock.conn.refused and not sock.conn.a.reset_reported:
+            value = errno.ECONNREFUSED
+            sock.conn.a.reset_reported = True
+        elif sock.ep is not None and sock.ep.reset and not sock.ep.reset_reported:
+            value = errno.ECONNRESET
+        data = struct.pack("<i", value)
+    elif level == SOL_SOCKET and opt == SO_TYPE:
+        data = struct.pack("<i", sock.stype)
+    elif level == SOL_SOCKET and opt in (SO_RCVTIMEO, SO_SNDTIMEO):
+        ns = sock.options.get((level, opt), 0)
+        data = struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)
+    else:
+        data = sock.options.get((level, opt), struct.pack("<i", 0))
+    raw = node.read(lenptr, 4)
+    if raw is None or len(raw) != 4:
+        return Err(errno.EFAULT)
+    room = struct.unpack("<I", raw)[0]
+    node.write(ptr, data[:room])
+    node.write(lenptr, struct.pack("<I", min(room, len(data))))
+    return Ret(0)
+
+
+@handles("fcntl")
+@with_sock
+def sys_fcntl(node, sock, args):
+    fd, cmd, arg = fd_arg(args[0]), args[1] & 0xFFFFFFFF, args[2]
+    if cmd == F_GETFL:
+        return Ret(os.O_RDWR | (O_NONBLOCK if sock.nonblock else 0))
+    if cmd == F_SETFL:
+        sock.nonblock = bool(arg & O_NONBLOCK)
+        return Ret(0)
+    if cmd == F_GETFD:
+        return Ret(1 if fd in node.cloexec else 0)
+    if cmd == F_SETFD:
+        (node.cloexec.add if arg & 1 else node.cloexec.discard)(fd)
+        return Ret(0)
+    if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+        sock.refs += 1
+        return Ret(new_fd(node, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC))
+    return unsupported(node, node.current.nr, args, "uses an fcntl command cmc does not emulate")
+
+
+@handles("ioctl")
+@with_sock
+def sys_ioctl(node, sock, args):
+    req = args[1] & 0xFFFFFFFF
+    if req == FIONBIO:
+        raw = node.read(args[2], 4)
+        if raw is None or len(raw) != 4:
+            return Err(errno.EFAULT)
+        sock.nonblock = struct.unpack("<i", raw)[0] != 0
+        return Ret(0)
+    if req == FIONREAD:
+        n = len(sock.ep.rbuf) if sock.ep is not None else 0
+        return Ret(0) if node.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
+    return unsupported(node, node.current.nr, args, "uses an ioctl cmc does not emulate")
+
+
+def _stat_bytes() -> bytes:
+    st = bytearray(144)
+    struct.pack_into("<I", st, 24, S_IFSOCK | 0o777)      # st_mode
+    struct.pack_into("<Q", st, 16, 1)                      # st_nlink
+    struct.pack_into("<q", st, 56, 4096)                   # st_blksize
+    return bytes(st)
+
+
+@handles("fstat")
+@with_sock
+def sys_fstat(node, sock, args):
+    return Ret(0) if node.write(args[1], _stat_bytes()) else Err(errno.EFAULT)
+
+
+@handles("newfstatat")
+def sys_newfstatat(node, args):
+    sock = get_sock(node, fd_arg(args[0]))
+    if sock is None:
+        return Err(errno.EBADF)
+    path = node.read_cstr(args[1])
+    if path != b"":
+        return Err(errno.ENOTDIR)
+    return Ret(0) if node.write(args[2], _stat_bytes()) else Err(errno.EFAULT)
+
+
+@handles("dup")
+@with_sock
+def sys_dup(node, sock, args):
+    sock.refs += 1
+    return Ret(new_fd(node, sock))
+
+
+@handles("dup2", "dup3")
+def sys_dup2(node, args):
+    old, new = fd_arg(args[0]), fd_arg(args[1])
+    sock = get_sock(node, old)
+    if sock is None:
+        return unsupported(node, node.current.nr, args,
+                           "moves a real descriptor onto a virtual descriptor number")
+    if new < VFD_BASE:
+        return unsupported(node, node.current.nr, args,
+                           "moves a virtual socket below descriptor 500")
+    if old == new:
+        return Err(errno.EINVAL) if node.current.nr == 292 else Ret(new)
+    close_vfd(node, new)
+    sock.refs += 1
+    node.fds[new] = sock
+    if node.current.nr == 292 and args[2] & 0o2000000:
+        node.cloexec.add(new)
+    return Ret(new)
+
+
+@handles("lseek", "pread64", "preadv", "preadv2")
+def sys_espipe(node, args):
+    return Err(errno.ESPIPE) if get_sock(node, fd_arg(args[0])) else Err(errno.EBADF)
+
+
+@handles("fsync", "fdatasync", "ftruncate", "fchdir", "getdents64", "flock")
+def sys_einval(node, args):
+    if get_sock(node, fd_arg(args[0])) is None:
+        return Err(errno.EBADF)
+    return Err(errno.ENOTDIR if node.current.nr in (81, 217) else errno.EINVAL)
+
+
+# -- readiness ---------------------------------------------------------------------------
+def readiness(sock: Sock) -> int:
+    if sock.listening:
+        return POLLIN if any(c.b is not None and not c.b.closed for c in sock.backlog) else 0
+    if sock.conn is None:
+        return POLLOUT | POLLHUP
+    if sock.connecting:
+        outcome = connect_outcome(sock, report=False)
+        if outcome is None:
+            return 0
+        if isinstance(outcome, Err):
+            return POLLOUT | POLLERR | POLLHUP
+    ep = sock.ep
+    if ep.reset:
+        return POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDHUP
+    ev = 0 if ep.shut_wr else POLLOUT
+    if ep.rbuf:
+        ev |= POLLIN
+    if ep.eof:
+        ev |= POLLIN | POLLRDHUP
+        if ep.shut_wr:
+            ev |= POLLHUP
+    return ev
+
+
+POLLFD = struct.Struct("<ihh")
+
+
+def _poll(node, args, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
+    if nfds > 4096:
+        return Err(errno.EINVAL)
+    raw = node.read(fds_addr, POLLFD.size * nfds) if nfds else b""
+    if raw is None or len(raw) != POLLFD.size * nfds:
+        return Err(errno.EFAULT)
+    entries = [POLLFD.unpack_from(raw, POLLFD.size * i) for i in range(nfds)]
+    virtual = [e for e in entries if e[0] >= VFD_BASE]
+    real = [e for e in entries if 0 <= e[0] < VFD_BASE]
+    if not virtual:
+        return CONTINUE
+    if real:
+        return unsupported(node, node.current.nr, args,
+                           "polls real and virtual descriptors together (not supported yet)")
+
+    def attempt():
+        out = bytearray(raw)
+        count = 0
+        for i, (fd, events, _) in enumerate(entries):
+            rev = 0
+            if fd >= 0:
+                sock = get_sock(node, fd)
+                rev = POLLNVAL if sock is None else readiness(sock) & (events | POLLERR | POLLHUP)
+            struct.pack_into("<h", out, POLLFD.size * i + 6, rev)
+            count += bool(rev)
+        if count == 0:
+            return None
+        return Ret(count) if node.write(fds_addr, bytes(out)) else Err(errno.EFAULT)
+
+    def fired():
+        out = bytearray(raw)
+        for i in range(nfds):
+            struct.pack_into("<h", out, POLLFD.size * i + 6, 0)
+        node.write(fds_addr, bytes(out))
+        return Ret(0)
+    return Block(attempt, timeout_ns, fired, what)
+
+
+@handles("poll")
+def sys_poll(node, args):
+    ms = fd_arg(args[2])
+    return _poll(node, args, args[0], args[1], None if ms < 0 else ms * 10**6, "poll")
+
+
+@handles("ppoll")
+def sys_ppoll(node, args):
+    from .calls import read_timespec
+    timeout = read_timespec(node, args[2]) if args[2] else None
+    if args[2] and timeout is None:
+        return Err(errno.EINVAL)
+    return _poll(node, args, args[0], args[1], timeout, "ppoll")
+
+
+@handles("select", "pselect6")
+def sys_select(node, args):
+    if (args[0] & 0xFFFFFFFF) <= VFD_BASE:
+        return CONTINUE
+    return unsupported(node, node.current.nr, args, "selects on virtual sockets (not supported yet)")
+
+
+@handles("epoll_wait", "epoll_pwait", "epoll_pwait2")
+def sys_epoll_wait(node, args):
+    return CONTINUE       # an epoll set can only hold real fds (epoll_ctl refuses virtual ones)
+
+
+@handles("epoll_ctl")
+def sys_epoll_ctl(node, args):
+    return unsupported(node, node.current.nr, args, "adds a virtual socket to an epoll set "
+                       "(not supported yet)")
+
+

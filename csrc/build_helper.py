@@ -1,0 +1,27 @@
+"""cffi builder for cmc's C helper: the header is the cdef (pyca/cryptography's layout)."""
+import os
+import re
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _cdef_from_header(path: str) -> str:
+    text = open(path, encoding="utf-8").read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(_cdef_from_header(os.path.join(HERE, "cmc_helper.h")))
+ffibuilder.set_source(
+    "cmc.kernel._cmc_helper",
+    '#include <stdint.h>\n#include "cmc_helper.h"\n',
+    sources=[os.path.join("csrc", "cmc_helper.c")],
+    include_dirs=[HERE],
+    extra_compile_args=["-O2", "-Wall", "-std=gnu11"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

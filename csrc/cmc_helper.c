@@ -1,0 +1,326 @@
+/* cmc_helper.c: the part of cmc's kernel layer that must be C.
+ *
+ * Launch (fork, place fds, install the seccomp filter, hand the listener to the
+ * parent, exec) must not run Python in the child; notification ioctls, memory
+ * access and the ptrace dance at exec are thin wrappers that return -errno.
+ * Policy (which calls are notified, what they return) lives in Python.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <elf.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "cmc_helper.h"
+
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+
+/* The fd on which the child sends its listener; below 500 so it is never notified. */
+#define HANDOFF_FD 194
+
+static int send_int_and_fd(int sock, int payload, int fd)
+{
+    char ctl[CMSG_SPACE(sizeof(int))];
+    struct iovec io = { &payload, sizeof payload };
+    struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1 };
+    memset(ctl, 0, sizeof ctl);
+    if (fd >= 0) {
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof fd);
+    }
+    return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static int recv_int_and_fd(int sock, int *payload, int *fd)
+{
+    char ctl[CMSG_SPACE(sizeof(int))];
+    struct iovec io = { payload, sizeof *payload };
+    struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1,
+                        .msg_control = ctl, .msg_controllen = sizeof ctl };
+    ssize_t n;
+    do n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+    if (n < 0) return -errno;
+    if (n != sizeof *payload) return -EPIPE;   /* the child died before sending */
+    *fd = -1;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    if (h && h->cmsg_type == SCM_RIGHTS) memcpy(fd, CMSG_DATA(h), sizeof *fd);
+    return 0;
+}
+
+static int install_filter(const struct cmc_bpf_insn *filter, unsigned int len)
+{
+    struct sock_fprog prog = { (unsigned short)len, (struct sock_filter *)filter };
+    unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER;
+    int fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
+                     flags | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+    if (fd < 0 && errno == EINVAL)     /* kernel older than 5.19 */
+        fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Runs in the forked child: async-signal-safe calls only, never returns. */
+static void child(const char *path, char *const argv[], char *const envp[],
+                  const char *cwd, const int fds[5],
+                  const struct cmc_bpf_insn *filter, unsigned int filter_len,
+                  unsigned int nofile, int handoff, pid_t parent)
+{
+    static const int targets[5] = { 0, 1, 2, 3, 193 };
+    int tmp[5];
+    int err;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
+    setpgid(0, 0);
+    personality(ADDR_NO_RANDOMIZE);
+    /* Move everything out of the way first, so that sources and targets may overlap. */
+    for (int i = 0; i < 5; i++) {
+        tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 600);
+        if (tmp[i] < 0) goto fail;
+    }
+    int hs = fcntl(handoff, F_DUPFD_CLOEXEC, 600);
+    if (hs < 0) goto fail;
+    for (int i = 0; i < 5; i++)
+        if (dup2(tmp[i], targets[i]) < 0) goto fail;
+    if (dup3(hs, HANDOFF_FD, O_CLOEXEC) < 0) goto fail;
+    syscall(__NR_close_range, 4, 192, 0);
+    syscall(__NR_close_range, HANDOFF_FD + 1, ~0U, 0);
+    if (chdir(cwd)) goto fail;
+    struct rlimit rl = { nofile, nofile };
+    if (setrlimit(RLIMIT_NOFILE, &rl)) goto fail;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) goto fail;
+    int listener = install_filter(filter, filter_len);
+    if (listener < 0) { errno = -listener; goto fail; }
+    /* From here on the filter is active: make no notified call before execve. */
+    if (send_int_and_fd(HANDOFF_FD, 0, listener)) _exit(127);
+    close(listener);
+    close(HANDOFF_FD);
+    execve(path, argv, envp);
+    _exit(127);
+fail:
+    err = errno;
+    send_int_and_fd(handoff, -err, -1);
+    _exit(127);
+}
+
+int cmc_spawn(const char *path, char *const argv[], char *const envp[],
+              const char *cwd, const int fds[5],
+              const struct cmc_bpf_insn *filter, unsigned int filter_len,
+              unsigned int nofile, int *listener_out)
+{
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp)) return -errno;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sp[0]); close(sp[1]);
+        return -e;
+    }
+    if (pid == 0) {
+        close(sp[0]);
+        child(path, argv, envp, cwd, fds, filter, filter_len, nofile, sp[1], parent);
+    }
+    close(sp[1]);
+    int payload = -EPIPE, fd = -1;
+    int r = recv_int_and_fd(sp[0], &payload, &fd);
+    close(sp[0]);
+    if (r == 0 && payload == 0 && fd >= 0) {
+        *listener_out = fd;
+        return pid;
+    }
+    if (fd >= 0) close(fd);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    return r < 0 ? r : (payload < 0 ? payload : -EPIPE);
+}
+
+int cmc_recv(int listener, struct cmc_notif *out)
+{
+    struct seccomp_notif n;
+    for (;;) {
+        memset(&n, 0, sizeof n);
+        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) break;
+        if (errno != EINTR) return -errno;
+    }
+    out->id = n.id;
+    out->pid = n.pid;
+    out->nr = n.data.nr;
+    out->arch = n.data.arch;
+    out->ip = n.data.instruction_pointer;
+    for (int i = 0; i < 6; i++) out->args[i] = n.data.args[i];
+    return 0;
+}
+
+int cmc_respond(int listener, uint64_t id, int64_t val, int32_t err, int cont)
+{
+    struct seccomp_notif_resp r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    if (cont) {
+        r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    } else if (err) {
+        r.error = -err;
+    } else {
+        r.val = val;
+    }
+    return ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r) ? -errno : 0;
+}
+
+int cmc_id_valid(int listener, uint64_t id)
+{
+    return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) ? -errno : 0;
+}
+
+int cmc_addfd(int listener, uint64_t id, int srcfd, int newfd, int cloexec, int send)
+{
+    struct seccomp_notif_addfd a;
+    memset(&a, 0, sizeof a);
+    a.id = id;
+    a.srcfd = srcfd;
+    if (newfd >= 0) { a.newfd = newfd; a.flags |= SECCOMP_ADDFD_FLAG_SETFD; }
+    if (send) a.flags |= SECCOMP_ADDFD_FLAG_SEND;
+    a.newfd_flags = cloexec ? O_CLOEXEC : 0;
+    int r = ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+    return r < 0 ? -errno : r;
+}
+
+static int64_t proc_mem(int pid, uint64_t addr, void *buf, uint64_t len, int write)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/mem", pid);
+    int fd = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    ssize_t n = write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
+    int e = errno;
+    close(fd);
+    return n < 0 ? -e : n;
+}
+
+int64_t cmc_read_mem(int pid, uint64_t addr, void *buf, uint64_t len)
+{
+    struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+    ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n >= 0) return n;
+    return proc_mem(pid, addr, buf, len, 0);
+}
+
+int64_t cmc_write_mem(int pid, uint64_t addr, const void *buf, uint64_t len)
+{
+    struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
+    ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
+    if (n == (ssize_t)len) return n;
+    return proc_mem(pid, addr, (void *)buf, len, 1);
+}
+
+/* At the exec stop the new program's stack starts with argc, argv[], NULL,
+ * envp[], NULL, then the auxiliary vector. */
+static int fix_auxv(int pid, const unsigned char random16[16])
+{
+    struct user_regs_struct regs;
+    if (ptrace(PTRACE_GETREGS, pid, 0, &regs)) return -errno;
+    uint64_t p = regs.rsp, w = 0;
+    if (cmc_read_mem(pid, p, &w, 8) != 8) return -EFAULT;
+    p += 8 + (w + 1) * 8;                                   /* skip argc, argv */
+    do {
+        if (cmc_read_mem(pid, p, &w, 8) != 8) return -EFAULT;
+        p += 8;
+    } while (w);                                            /* skip envp */
+    for (int i = 0; i < 512; i++, p += 16) {
+        uint64_t e[2];
+        if (cmc_read_mem(pid, p, e, 16) != 16) return -EFAULT;
+        if (e[0] == AT_NULL) return 0;
+        if (e[0] == AT_SYSINFO_EHDR) {
+            uint64_t ignore = AT_IGNORE;
+            if (cmc_write_mem(pid, p, &ignore, 8) != 8) return -EFAULT;
+        } else if (e[0] == AT_RANDOM && e[1]) {
+            if (cmc_write_mem(pid, e[1], random16, 16) != 16) return -EFAULT;
+        }
+    }
+    return -E2BIG;
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = { 0, us * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Stop a seized tracee that is running and detach from it. */
+static void interrupt_and_detach(int pid)
+{
+    int st;
+    if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) == 0)
+        while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR) {}
+    ptrace(PTRACE_DETACH, pid, 0, 0);
+}
+
+int cmc_exec_continue(int listener, uint64_t id, int pid,
+                      const unsigned char random16[16], int timeout_ms, int *status)
+{
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC)) return -errno;
+    int r = cmc_respond(listener, id, 0, 0, 1);
+    if (r) { interrupt_and_detach(pid); return r; }
+    for (long waited_us = 0; waited_us < (long)timeout_ms * 1000;) {
+        int st;
+        pid_t w = waitpid(pid, &st, __WALL | WNOHANG);
+        if (w < 0 && errno != EINTR) return -errno;
+        if (w == pid) {
+            if (WIFEXITED(st) || WIFSIGNALED(st)) { *status = st; return 2; }
+            if (WIFSTOPPED(st) && (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+                r = fix_auxv(pid, random16);
+                ptrace(PTRACE_DETACH, pid, 0, 0);
+                return r;
+            }
+            if (WIFSTOPPED(st)) {   /* a signal stop: pass the signal on */
+                int sig = WSTOPSIG(st);
+                ptrace(PTRACE_CONT, pid, 0, (st >> 16) ? 0 : sig);
+            }
+            continue;
+        }
+        /* A failed execve returns to the program, which soon makes its next
+         * notified call: a notification without an exec stop means failure. */
+        struct pollfd pf = { listener, POLLIN, 0 };
+        if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
+            if (waitpid(pid, &st, __WALL | WNOHANG) == pid) {
+                /* raced with the exec stop after all: handle it next round */
+                if (WIFSTOPPED(st) && (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+                    r = fix_auxv(pid, random16);
+                    ptrace(PTRACE_DETACH, pid, 0, 0);
+                    return r;
+                }
+                if (WIFEXITED(st) || WIFSIGNALED(st)) { *status = st; return 2; }
+            }
+            interrupt_and_detach(pid);
+            return 1;
+        }
+        sleep_us(waited_us < 2000 ? 20 : 200);
+        waited_us += waited_us < 2000 ? 20 : 200;
+    }
+    interrupt_and_detach(pid);
+    return -ETIMEDOUT;
+}

@@ -1,0 +1,69 @@
+/* cmc_helper.h: the C side of cmc's kernel layer, and the cffi cdef.
+ *
+ * Plain C, no policy, no Python.h. Every function returns >= 0 on success
+ * or -errno. The seccomp filter itself is built by Python (cmc/kernel/filter.py)
+ * and handed over as an array of classic BPF instructions.
+ * This file is read verbatim by cffi as its cdef: keep it to declarations that
+ * cffi can parse (no macros, no includes).
+ */
+
+struct cmc_bpf_insn {          /* same layout as struct sock_filter */
+    uint16_t code;
+    uint8_t jt;
+    uint8_t jf;
+    uint32_t k;
+};
+
+struct cmc_notif {             /* the parts of struct seccomp_notif cmc uses */
+    uint64_t id;
+    uint32_t pid;
+    int32_t nr;
+    uint32_t arch;
+    uint64_t ip;
+    uint64_t args[6];
+};
+
+/* Fork a node process with the filter installed between fork and exec.
+ * The child gets fds 0, 1, 2, 3 and 193 from fds[0..4], every other fd closed,
+ * RLIMIT_NOFILE = nofile, its working directory cwd, a new process group,
+ * PR_SET_PDEATHSIG(SIGKILL), no ASLR, no_new_privs, and the filter (with
+ * SECCOMP_FILTER_FLAG_NEW_LISTENER, plus WAIT_KILLABLE_RECV when the kernel
+ * has it). The listener reaches the parent over a socketpair; *listener_out
+ * gets it. The child's execve is itself notified: the caller must answer it
+ * (cmc_exec_continue). Returns the pid, or -errno (the child's errno when the
+ * filter could not be installed). */
+int cmc_spawn(const char *path, char *const argv[], char *const envp[],
+              const char *cwd, const int fds[5],
+              const struct cmc_bpf_insn *filter, unsigned int filter_len,
+              unsigned int nofile, int *listener_out);
+
+/* Receive one notification (blocking; retried on EINTR). 0 or -errno. */
+int cmc_recv(int listener, struct cmc_notif *out);
+
+/* Answer notification id: the call returns val, or fails with errno err when
+ * err != 0, or (cont != 0) runs natively in the target. 0 or -errno
+ * (-ENOENT: the target is gone or the call was withdrawn). */
+int cmc_respond(int listener, uint64_t id, int64_t val, int32_t err, int cont);
+
+/* 0 when notification id is still pending, else -errno. */
+int cmc_id_valid(int listener, uint64_t id);
+
+/* Install fd srcfd into the target at number newfd (or any number when
+ * newfd < 0) and, with send != 0, answer the notification with that number
+ * atomically. Returns the number in the target or -errno. */
+int cmc_addfd(int listener, uint64_t id, int srcfd, int newfd, int cloexec, int send);
+
+/* Copy len bytes from/to the target's memory. Returns bytes copied or -errno.
+ * Writes fall back to /proc/PID/mem, which can write read-only pages. */
+int64_t cmc_read_mem(int pid, uint64_t addr, void *buf, uint64_t len);
+int64_t cmc_write_mem(int pid, uint64_t addr, const void *buf, uint64_t len);
+
+/* Answer a notified execve of pid (notification id) with CONTINUE while
+ * tracing it, and at the exec stop: retag AT_SYSINFO_EHDR as AT_IGNORE (so
+ * libc makes real, trappable clock calls instead of using the vDSO), and
+ * overwrite the 16 AT_RANDOM bytes with random16. Then detach.
+ * Returns 0 when the exec happened, 1 when the exec failed and the target
+ * went on running, 2 when the target exited (*status gets the wait status),
+ * or -errno (-ETIMEDOUT after timeout_ms). */
+int cmc_exec_continue(int listener, uint64_t id, int pid,
+                      const unsigned char random16[16], int timeout_ms, int *status);
