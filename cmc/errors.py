@@ -39,7 +39,8 @@ class ModelError(CmcError):
         out = f"{self.file}:{self.line}:{col}: {self.message}"
         if self.source_line is not None:
             text = self.source_line.rstrip("\n")
-            out += f"\n    {text}\n    {' ' * (col - 1)}^"
+            pad = "".join("\t" if ch == "\t" else " " for ch in text[:col - 1])
+            out += f"\n    {text}\n    {pad}^"
         return out
 
     def __str__(self) -> str:

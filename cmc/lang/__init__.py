@@ -1,0 +1,17 @@
+"""The model-file language: parse a model file into a frozen Model, evaluate its
+properties on worlds. Imports nothing of cmc but cmc.errors: no Linux, no search.
+
+    model = load_model(path, defines)          # ModelError on any problem in the file
+    check_binaries(model)                      # after the build step
+    check_property(prop, world, next_world)    # -> bool, or EvaluationError
+"""
+from cmc.lang.ast import (BuildDecl, ClientDecl, Expr, Loc, Model, NodeDecl, Property,
+                          ReplyDecl, unparse)
+from cmc.lang.evaluate import EvaluationError, check_property, evaluate
+from cmc.lang.load import check_binaries, load_model, reply_record
+
+__all__ = [
+    "BuildDecl", "ClientDecl", "EvaluationError", "Expr", "Loc", "Model", "NodeDecl",
+    "Property", "ReplyDecl", "check_binaries", "check_property", "evaluate", "load_model",
+    "reply_record", "unparse",
+]

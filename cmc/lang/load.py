@@ -1,0 +1,377 @@
+"""From a model file to a checked Model: the load-time rules of SPEC §4 and §8.
+
+parse_source gives statements in file order; this module checks what the grammar
+cannot (names declared twice, unknown names in expressions, budgets, addresses ...),
+applies ``-D`` overrides typed by each param's default, substitutes ``{param}`` in
+commands and resolves each node's program against the model's folder.
+"""
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+import re
+import shlex
+import shutil
+
+from cmc.errors import ModelError
+from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
+                          ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc, Model,
+                          Name, NodeDecl, Property, Quantifier, ReplyDecl, Unary, error_at)
+from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, NetworkStmt, NodeStmt,
+                             ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
+                             parse_source)
+
+NETWORKS = ("fifo", "bag")
+BUDGET_DEFAULTS: dict[str, int | None] = {"crash": 0, "drop": 0, "dup": 0, "fire": None}
+RECORD_FIELDS = ("client", "node", "index", "req", "raw")
+_ONE_ARGUMENT = ("len", "set", "sorted", "sum")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def load_model(path: str, defines: dict[str, str] | None = None) -> Model:
+    """Read, parse and check a model file. ``defines`` are the ``-D name=value``
+    overrides. Every problem is a ModelError located in the file (an unknown ``-D``
+    name names the file only). Binaries are not checked here: see check_binaries."""
+    source = Source(path, _read(path))
+    statements = parse_source(source)
+    return _Assembler(source, defines or {}).assemble(statements)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as err:
+        raise ModelError(f"cannot read the model file: {err.strerror or err}", path) from None
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        before = raw[:err.start].decode("utf-8", "replace")
+        lines = before.split("\n")
+        line_text = raw.split(b"\n")[len(lines) - 1].decode("utf-8", "replace")
+        raise ModelError(f"the model file is not UTF-8 text (byte 0x{raw[err.start]:02x})",
+                         path, len(lines), len(lines[-1]) + 1, line_text) from None
+
+
+def _first_at(loc: Loc) -> str:
+    return f"the first is at line {loc.line}"
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+class _Assembler:
+    def __init__(self, source: Source, defines: dict[str, str]):
+        self.source = source
+        self.defines = defines
+        self.path = os.path.abspath(source.file)
+        self.folder = os.path.dirname(self.path)
+        self.params: dict[str, object] = {}
+
+    def assemble(self, statements: list[Statement]) -> Model:
+        self.params = self.read_params([s for s in statements if isinstance(s, ParamStmt)])
+        singles: dict[str, Loc] = {}  # build, reply, network: at most one line each
+        endpoints: dict[str, Loc] = {}  # nodes and clients share names: both are network ends
+        budget_lines: dict[str, Loc] = {}
+        property_lines: dict[str, Loc] = {}
+        build, reply, network = None, None, "fifo"
+        nodes, clients, properties = [], [], []
+        budgets = dict(BUDGET_DEFAULTS)
+        for stmt in statements:
+            if stmt.keyword in ("build", "reply", "network"):
+                if stmt.keyword in singles:
+                    raise error_at(stmt.loc, f"a second {stmt.keyword} line; a model has at "
+                                   f"most one ({_first_at(singles[stmt.keyword])})")
+                singles[stmt.keyword] = stmt.loc
+            if isinstance(stmt, (NodeStmt, ClientStmt)):
+                if stmt.name in endpoints:
+                    raise error_at(stmt.name_loc, f"the name {stmt.name} is already used by a "
+                                   f"node or client ({_first_at(endpoints[stmt.name])})")
+                endpoints[stmt.name] = stmt.name_loc
+            if isinstance(stmt, BuildStmt):
+                build = self.build(stmt)
+            elif isinstance(stmt, NodeStmt):
+                nodes.append(self.node(stmt, len(nodes)))
+            elif isinstance(stmt, ClientStmt):
+                host, port = _address(stmt.address)
+                clients.append(ClientDecl(stmt.name, host, port,
+                                          tuple(r.data for r in stmt.requests), stmt.name_loc))
+            elif isinstance(stmt, ReplyStmt):
+                reply = _reply(stmt)
+            elif isinstance(stmt, NetworkStmt):
+                if stmt.kind not in NETWORKS:
+                    raise error_at(stmt.kind_loc, f"unknown network {stmt.kind}: it is fifo "
+                                   "(ordered connections, the default) or bag (any message "
+                                   "in flight may arrive next)")
+                network = stmt.kind
+            elif isinstance(stmt, BudgetStmt):
+                budgets[stmt.kind] = self.budget(stmt, budget_lines)
+            elif isinstance(stmt, PropertyStmt):
+                if stmt.name in property_lines:
+                    raise error_at(stmt.name_loc, f"property {stmt.name} is declared twice "
+                                   f"({_first_at(property_lines[stmt.name])})")
+                property_lines[stmt.name] = stmt.name_loc
+                properties.append(self.property(stmt))
+        if not nodes:
+            raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
+                           'one line like  node NAME = "COMMAND"')
+        return Model(self.path, self.folder, self.source.text, self.params, build,
+                     tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties))
+
+    # params and -D
+
+    def read_params(self, stmts: list[ParamStmt]) -> dict[str, object]:
+        declared: dict[str, ParamStmt] = {}
+        for stmt in stmts:
+            if stmt.name in WORLD_NAMES or stmt.name in FUNCTIONS or stmt.name in KEYWORDS:
+                raise error_at(stmt.name_loc, f"{stmt.name} cannot be a param's name: the "
+                               "expression language already uses it")
+            if stmt.name in declared:
+                raise error_at(stmt.name_loc, f"param {stmt.name} is declared twice "
+                               f"({_first_at(declared[stmt.name].name_loc)})")
+            declared[stmt.name] = stmt
+        values = {name: stmt.value for name, stmt in declared.items()}
+        for name, text in self.defines.items():
+            if name not in declared:
+                known = ", ".join(declared) if declared else "none"
+                raise ModelError(f"-D {name}: the model has no param {name} (its params: "
+                                 f"{known}){_suggest(name, declared)}", self.source.file)
+            values[name] = _typed(declared[name], text)
+        return values
+
+    def substitute(self, text: Text, what: str) -> str:
+        """``{name}`` → the param's value; ``{{`` and ``}}`` are literal braces."""
+        out, done = [], 0
+        for match in _PLACEHOLDER.finditer(text.value):
+            out.append(text.value[done:match.start()])
+            name = match.group(1)
+            if name is None:
+                out.append(match.group(0)[0])
+            elif name in self.params:
+                out.append(_as_text(self.params[name]))
+            else:
+                raise error_at(text.loc_of(match.start()), f"unknown param {{{name}}} in the "
+                               f"{what}{_suggest(name, self.params)} (write {{{{ and }}}} "
+                               "for literal braces)")
+            done = match.end()
+        out.append(text.value[done:])
+        return "".join(out)
+
+    # statements
+
+    def build(self, stmt: BuildStmt) -> BuildDecl:
+        command = self.substitute(stmt.command, "build command")
+        if not command.strip() or "\0" in command:
+            raise error_at(stmt.command.loc, "the build command is empty or holds a NUL "
+                           "character")
+        return BuildDecl(command, self.folder, stmt.command.loc)
+
+    def node(self, stmt: NodeStmt, index: int) -> NodeDecl:
+        command = self.substitute(stmt.command, f"command of node {stmt.name}")
+        where = stmt.command.loc
+        if "\0" in command:
+            raise error_at(where, f"node {stmt.name}: a command cannot contain a NUL character")
+        try:
+            argv = shlex.split(command)
+        except ValueError as err:
+            raise error_at(where, f"node {stmt.name}: cannot split the command like a "
+                           f"shell does: {err}") from None
+        if not argv:
+            raise error_at(where, f"node {stmt.name}: the command is empty")
+        argv[0] = self.program(argv[0])
+        return NodeDecl(stmt.name, index, tuple(argv), where)
+
+    def program(self, word: str) -> str:
+        if "/" in word:
+            if os.path.isabs(word):
+                return word
+            return os.path.normpath(os.path.join(self.folder, word))
+        found = shutil.which(word)
+        return os.path.abspath(found) if found else word
+
+    def budget(self, stmt: BudgetStmt, seen: dict[str, Loc]) -> int:
+        if stmt.kind not in BUDGET_DEFAULTS:
+            raise error_at(stmt.kind_loc, f"unknown budget {stmt.kind}: a budget is for "
+                           f"crash, drop, dup or fire{_suggest(stmt.kind, BUDGET_DEFAULTS)}")
+        if stmt.kind in seen:
+            raise error_at(stmt.kind_loc, f"budget {stmt.kind} is given twice "
+                           f"({_first_at(seen[stmt.kind])})")
+        seen[stmt.kind] = stmt.kind_loc
+        if stmt.value < 0:
+            raise error_at(stmt.value_loc, "a budget cannot be negative")
+        return stmt.value
+
+    def property(self, stmt: PropertyStmt) -> Property:
+        try:
+            _check_names(stmt.expr, stmt.keyword, self.params, frozenset())
+        except RecursionError:
+            raise error_at(stmt.name_loc, f"property {stmt.name} is nested too deeply") from None
+        return Property(stmt.keyword, stmt.name, stmt.expr, stmt.name_loc)
+
+
+def _typed(stmt: ParamStmt, text: object) -> object:
+    """A -D value in the type of the param's default (SPEC §8 Paths)."""
+    if isinstance(text, bool):
+        text = "true" if text else "false"
+    text = str(text)
+    default = stmt.value
+    if isinstance(default, bool):
+        if text in ("true", "false"):
+            return text == "true"
+        kind = "a bool (true or false)"
+    elif isinstance(default, int):
+        if _DECIMAL.fullmatch(text) and len(text) < 4000:
+            return int(text)
+        kind = "an int"
+    else:
+        return text
+    raise error_at(stmt.value_loc, f"-D {stmt.name}={text}: param {stmt.name} is {kind}, "
+                   "the type of its default here")
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _address(text: Text) -> tuple[str, int]:
+    """``HOST:PORT`` with an IPv4 host, or ``[IPV6]:PORT``."""
+    value = text.value
+    if value.startswith("["):
+        close = value.find("]")
+        if close < 0 or value[close + 1:close + 2] != ":":
+            raise error_at(text.loc, f"bad address {value!r}: write an IPv6 address as "
+                           "[ADDRESS]:PORT, as in [::1]:7000")
+        host, port_at = value[1:close], close + 2
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise error_at(text.loc_of(1), f"bad address: {host!r} is not an IPv6 "
+                           "address") from None
+    else:
+        host, colon, _port = value.rpartition(":")
+        if not colon:
+            raise error_at(text.loc, f"bad address {value!r}: an address is HOST:PORT, as "
+                           "in 127.0.0.1:7000")
+        if ":" in host:
+            raise error_at(text.loc, f"bad address {value!r}: write an IPv6 address in "
+                           "brackets, as in [::1]:7000")
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise error_at(text.loc_of(0), f"bad address: {host!r} is not an IPv4 address "
+                           "(the network is cmc's: use the address a node listens on, "
+                           "as in 127.0.0.1)") from None
+        port_at = len(host) + 1
+    port = value[port_at:]
+    if not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+        raise error_at(text.loc_of(port_at), f"bad address: port {port!r} is not a number "
+                       "from 1 to 65535")
+    return host, int(port)
+
+
+def _reply(stmt: ReplyStmt) -> ReplyDecl:
+    for group in stmt.regex.groupindex:
+        if group in RECORD_FIELDS:
+            raise error_at(stmt.group_locs.get(group, stmt.regex_loc),
+                           f"the regex group {group} would hide the record's own field "
+                           f"{group} (the fields are {', '.join(RECORD_FIELDS)}); rename it")
+    return ReplyDecl(stmt.regex, stmt.regex_loc)
+
+
+def _check_names(expr: Expr, kind: str, params: dict, bound: frozenset) -> None:
+    """Every name in a property is a world name, a param or a bound variable; primes
+    only in action properties; calls only to the built-in functions."""
+    if isinstance(expr, Literal):
+        return
+    if isinstance(expr, Name):
+        if expr.primed:
+            if expr.name not in WORLD_NAMES:
+                raise error_at(expr.loc, f"{expr.name}' cannot be primed: only the world "
+                               "names are (" + ", ".join(n + "'" for n in WORLD_NAMES) + ")")
+            if kind != "action":
+                raise error_at(expr.loc, f"{expr.name}' is the world after a transition: "
+                               f"it can only appear in an action property, not in {kind}")
+        elif expr.name in FUNCTIONS:
+            raise error_at(expr.loc, f"{expr.name} is a function: call it, as in "
+                           f"{expr.name}(x)")
+        elif expr.name not in bound and expr.name not in WORLD_NAMES and expr.name not in params:
+            raise error_at(expr.loc, f"unknown name {expr.name}"
+                           f"{_suggest(expr.name, [*WORLD_NAMES, *params, *bound])}; a "
+                           "property can use node, volatile, durable, alive, crashes, "
+                           "replies, network, the params and quantifier variables")
+        return
+    if isinstance(expr, Call):
+        if expr.func not in FUNCTIONS:
+            raise error_at(expr.loc, f"unknown function {expr.func}"
+                           f"{_suggest(expr.func, FUNCTIONS)}; the functions are "
+                           + ", ".join(FUNCTIONS))
+        if expr.func in _ONE_ARGUMENT and len(expr.args) != 1:
+            raise error_at(expr.loc, f"{expr.func} takes one argument, not {len(expr.args)}")
+        if not expr.args:
+            raise error_at(expr.loc, f"{expr.func} takes a list, or two or more values")
+    if isinstance(expr, Quantifier):
+        var = expr.var
+        if var in KEYWORDS or var in WORLD_NAMES or var in FUNCTIONS or var in params:
+            raise error_at(expr.loc, f"{expr.kind} {var}: {var} cannot be a variable's "
+                           "name: it already means something here")
+        if var in bound:
+            raise error_at(expr.loc, f"{expr.kind} {var}: {var} is already a variable "
+                           "here; choose another name")
+        _check_names(expr.domain, kind, params, bound)
+        _check_names(expr.body, kind, params, bound | {var})
+        return
+    for child in _children(expr):
+        _check_names(child, kind, params, bound)
+
+
+def _children(expr: Expr) -> tuple[Expr, ...]:
+    if isinstance(expr, ListExpr):
+        return expr.items
+    if isinstance(expr, Field):
+        return (expr.base,)
+    if isinstance(expr, Index):
+        return (expr.base, expr.key)
+    if isinstance(expr, Call):
+        return expr.args
+    if isinstance(expr, Unary):
+        return (expr.operand,)
+    if isinstance(expr, Binary):
+        return (expr.left, expr.right)
+    return ()
+
+
+# --- for the kernel ------------------------------------------------------------------
+
+def check_binaries(model: Model) -> None:
+    """After the build: every node's program exists and is executable."""
+    for node in model.nodes:
+        program = node.argv[0]
+        path = program if "/" in program else shutil.which(program)
+        if path is None or not os.path.isfile(path):
+            raise error_at(node.loc, f"node {node.name}: binary not found: {program} "
+                           "(run the build, or fix the path)")
+        if not os.access(path, os.X_OK):
+            raise error_at(node.loc, f"node {node.name}: binary is not executable: {path} "
+                           "(chmod +x it, or fix the path)")
+
+
+def reply_record(reply: ReplyDecl | None, client: str, node: int, index: int, req: str,
+                 raw: str) -> dict:
+    """The record a reply line becomes (SPEC §4): client, node, index, req, raw, and the
+    regex's named groups when it matches the whole line. A group whose text is a decimal
+    integer (``-?[0-9]+``) is an int; an optional group that did not take part is null."""
+    record = {"client": client, "node": node, "index": index, "req": req, "raw": raw}
+    match = reply.regex.fullmatch(raw) if reply is not None else None
+    if match:
+        for name, text in match.groupdict().items():
+            if text is not None and _DECIMAL.fullmatch(text) and len(text) < 4000:
+                record[name] = int(text)
+            else:
+                record[name] = text
+    return record

@@ -1,0 +1,47 @@
+"""Shared helpers: every end-to-end test runs the real CLI on real processes."""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+TEST_MODELS = ROOT / "test" / "models"
+PROGS = ROOT / "test" / "progs" / "build"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built():
+    """Build the demos and the probe programs once per session."""
+    for d in (ROOT / "demo", ROOT / "test" / "progs"):
+        subprocess.run(["make", "-s", "-C", str(d)], check=True)
+
+
+def run_cmc(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-m", "cmc", *map(str, args)], cwd=cwd or ROOT,
+                          env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout)
+
+
+STAMPED = re.compile(r"^(Starting\.\.\.|Finished computing|Finished in|Progress\()")
+
+
+def without_timestamps(out: str) -> str:
+    """The output lines that must be byte-identical from run to run."""
+    return "\n".join(line for line in out.splitlines() if not STAMPED.match(line))
+
+
+def counts(out: str) -> tuple[int, int, int]:
+    m = re.search(r"^(\d+) states generated, (\d+) distinct states found, (\d+) states left "
+                  r"on queue\.$", out, re.M)
+    assert m, out
+    d = re.search(r"^The depth of the complete state graph search is (\d+)\.$", out, re.M)
+    return int(m.group(1)), int(m.group(2)), int(d.group(1))

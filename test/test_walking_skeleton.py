@@ -1,0 +1,131 @@
+"""Issue 2: cmc checks the real durlog program end to end."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import MODELS, PROGS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
+
+DURLOG = MODELS / "durlog.model"
+BUG = "bin=../demo/build/durlog-bug"
+
+
+def crash0_model(tmp_path):
+    """durlog.model with `budget crash 0`, written elsewhere (paths made absolute)."""
+    text = DURLOG.read_text()
+    assert "budget crash 1" in text
+    text = text.replace("budget crash 1", "budget crash 0")
+    text = re.sub(r'^build .*$', "", text, flags=re.M)
+    path = tmp_path / "durlog-crash0.model"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.slow
+def test_correct_durlog_passes(tmp_path):
+    r = run_cmc("--model-file", DURLOG, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert out.startswith("Starting... (")
+    assert "Computing initial states...\n" in out
+    assert re.search(r"^Finished computing initial states: 1 distinct state generated at "
+                     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.$", out, re.M)
+    assert "Model checking completed. No error has been found.\n" in out
+    assert "  calculated (optimistic):  val = " in out
+    generated, distinct, depth = counts(out)
+    assert generated > distinct > 100 and depth > 5
+    assert re.search(r"^Finished in \d\ds at \(", out, re.M) or "min" in out
+
+
+def test_bug_is_caught_with_crash_after_ack(tmp_path):
+    trace = tmp_path / "t.json"
+    r = run_cmc("--model-file", DURLOG, "-D", BUG, "--trace-out", trace, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert "Error: Invariant no_lost_commit is violated.\n" in out
+    assert "Error: The behavior up to this point is:\n" in out
+    states = re.findall(r"^State (\d+): <(.*)>$", out, re.M)
+    assert states[0] == ("1", "Initial predicate")
+    labels = [label for _, label in states]
+    # every step names its action; the last one crashes the primary after it acked
+    assert all(re.match(r"(DELIVER|DROP|FIRE|CRASH) ", lb) for lb in labels[1:])
+    assert labels[-1] == "CRASH primary"
+    assert 'DELIVER alice -> primary "PUT 7\\n"' in labels
+    acked_at = next(i for i, b in enumerate(out.split("State ")) if "raw |-> \"ACK 7\"" in b)
+    assert acked_at < len(states)
+    # shortest: connect to backup, client connect, request, crash
+    assert len(states) == 5
+    assert trace.exists()
+
+
+def test_bug_needs_the_crash(tmp_path):
+    model = crash0_model(tmp_path)
+    r = run_cmc("--model-file", model, "-D", f"bin={ROOT}/demo/build/durlog-bug", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Model checking completed. No error has been found." in r.stdout
+
+
+def test_same_model_same_output_byte_for_byte(tmp_path):
+    outs = []
+    for _ in range(2):
+        r = run_cmc("--model-file", DURLOG, "-D", BUG, "--trace-out", tmp_path / "t.json",
+                    cwd=tmp_path)
+        assert r.returncode == 1
+        outs.append(without_timestamps(r.stdout))
+    assert outs[0] == outs[1]
+    model = crash0_model(tmp_path)
+    full = [without_timestamps(run_cmc("--model-file", model, "-D",
+                                       f"bin={ROOT}/demo/build/durlog-bug").stdout)
+            for _ in range(2)]
+    assert full[0] == full[1] and "No error has been found" in full[0]
+
+
+@pytest.mark.parametrize("variant", ["clock", "clock-static"])
+def test_clock_through_libc_is_logical(variant):
+    r = run_cmc("--model-file", TEST_MODELS / "clock.model", "-D", f"bin=../progs/build/{variant}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    generated, distinct, depth = counts(r.stdout)
+    assert (generated, distinct, depth) == (2, 2, 2)
+
+
+def _cmc_processes():
+    out = subprocess.run(["ps", "-eo", "pid=,args="], stdout=subprocess.PIPE, text=True).stdout
+    return [line for line in out.splitlines() if "demo/build/durlog" in line]
+
+
+def test_ctrl_c_leaves_nothing_behind(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG)], cwd=tmp_path,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(tmp.iterdir()):
+        time.sleep(0.1)
+    time.sleep(2.0)                      # well inside the search
+    assert p.poll() is None
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, out + err
+    assert "interrupted" in err
+    assert list(tmp.iterdir()) == []
+    assert _cmc_processes() == []
+
+
+def test_sigterm_leaves_nothing_behind(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG)], cwd=tmp_path,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)
+    p.terminate()
+    p.communicate(timeout=30)
+    assert list(tmp.iterdir()) == []
+    assert _cmc_processes() == []
