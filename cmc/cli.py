@@ -176,6 +176,12 @@ def main(argv=None) -> int:
     except CmcError as e:          # a finding about the target, or an engine limit
         print(f"Error: {e}")
         sys.stdout.flush()
+    except Exception:              # a bug in cmc itself: say so, with the traceback
+        import traceback
+        sys.stdout.flush()
+        print("cmc: internal error (this is a bug in cmc; please report it):", file=sys.stderr)
+        traceback.print_exc()
+        status = EXIT_TARGET
         status = e.exit_status
     return TLC_EXIT[status] if tlc else status
 

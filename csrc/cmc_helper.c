@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <elf.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -323,4 +324,25 @@ int cmc_exec_continue(int listener, uint64_t id, int pid,
     }
     interrupt_and_detach(pid);
     return -ETIMEDOUT;
+}
+
+int cmc_getfd(int pid, int fd)
+{
+    int pidfd = syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) return -errno;
+    int r = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    int e = errno;
+    close(pidfd);
+    return r < 0 ? -e : r;
+}
+
+int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max)
+{
+    struct epoll_event ev[64];
+    if (max > 64) max = 64;
+    int n;
+    do n = epoll_wait(epfd, ev, max, 0); while (n < 0 && errno == EINTR);
+    if (n < 0) return -errno;
+    for (int i = 0; i < n; i++) { events[i] = ev[i].events; data[i] = ev[i].data.u64; }
+    return n;
 }

@@ -67,3 +67,13 @@ int64_t cmc_write_mem(int pid, uint64_t addr, const void *buf, uint64_t len);
  * or -errno (-ETIMEDOUT after timeout_ms). */
 int cmc_exec_continue(int listener, uint64_t id, int pid,
                       const unsigned char random16[16], int timeout_ms, int *status);
+
+/* A copy, in this process, of descriptor fd of process pid (pidfd_getfd,
+ * Linux 5.6); close-on-exec. Used to ask the kernel about the readiness of a
+ * node's real descriptors. Returns the new fd or -errno. */
+int cmc_getfd(int pid, int fd);
+
+/* Poll an epoll instance (a copy from cmc_getfd) without waiting: up to max
+ * ready events, their masks in events[] and the user's 64-bit data in data[].
+ * Returns the count or -errno. */
+int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);

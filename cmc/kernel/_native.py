@@ -74,6 +74,11 @@ def id_valid(listener: int, nid: int) -> bool:
     return lib.cmc_id_valid(listener, nid) == 0
 
 
+def addfd(listener: int, nid: int, srcfd: int, newfd: int = -1, cloexec: bool = False) -> int:
+    """Place a copy of srcfd in the target and answer notification nid with its number."""
+    return _check(lib.cmc_addfd(listener, nid, srcfd, newfd, 1 if cloexec else 0, 1))
+
+
 def read_mem(pid: int, addr: int, length: int) -> bytes:
     if length == 0:
         return b""
@@ -97,3 +102,17 @@ def exec_continue(listener: int, nid: int, pid: int, random16: bytes,
     status = ffi.new("int *")
     r = _check(lib.cmc_exec_continue(listener, nid, pid, random16, timeout_ms, status))
     return r, status[0]
+
+
+def getfd(pid: int, fd: int) -> int:
+    """A copy of the node's descriptor fd, in cmc (close it after use)."""
+    return _check(lib.cmc_getfd(pid, fd))
+
+
+def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
+    """(events, data) of the ready entries of an epoll instance, without waiting."""
+    n = min(max(max_events, 1), 64)
+    events = ffi.new("uint32_t[]", n)
+    data = ffi.new("uint64_t[]", n)
+    got = _check(lib.cmc_epoll_ready(epfd, events, data, n))
+    return [(events[i], data[i]) for i in range(got)]

@@ -240,6 +240,7 @@ CLONE_THREAD = 0x00010000
 @handles("clone")
 def sys_clone(node, args):
     if args[0] & CLONE_THREAD:
+        node.threads += 1
         return CONTINUE
     raise TargetError(node.cluster.where(node) +
                       f"called clone(flags={args[0]:#x}) to create a new process, which cmc does "
@@ -251,6 +252,7 @@ def sys_clone3(node, args):
     raw = node.read(args[0], 8)
     flags = struct.unpack("<Q", raw)[0] if raw and len(raw) == 8 else 0
     if flags & CLONE_THREAD:
+        node.threads += 1
         return CONTINUE
     raise TargetError(node.cluster.where(node) +
                       f"called clone3(flags={flags:#x}) to create a new process, which cmc does "
@@ -296,4 +298,4 @@ def sys_close_range(node, args):
     return CONTINUE
 
 
-from . import sockcalls  # noqa: E402,F401  (registers the socket handlers)
+from . import sockcalls, waitcalls  # noqa: E402,F401  (they register their handlers)

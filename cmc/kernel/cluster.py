@@ -16,7 +16,9 @@ from typing import Callable
 import xxhash
 
 from ..errors import EngineError, TargetError
-from .net import CONNECT, DATA, FIN, RST, Connection, Endpoint, Msg, Network, fmt_addr, quote
+from . import dgram
+from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
+                  fmt_addr, quote)
 from .node import Node
 
 
@@ -200,20 +202,75 @@ class Cluster:
         a, b = self.name_of(conn.a.owner), self._dst_name(conn)
         return (a, b) if side == 0 else (b, a)
 
+    def _messages(self, conn: Connection, side: int) -> list[tuple[int, Msg]]:
+        """The messages of a channel that the environment may act on: the head in
+        a FIFO network (or before the connection is established); in a bag, one
+        of each distinct message."""
+        chan = conn.chan[side]
+        if not chan:
+            return []
+        if self.spec.network != "bag" or not conn.established:
+            return [(0, chan[0])]
+        seen, out = set(), []
+        for i, m in enumerate(chan):
+            if (m.kind, m.data) not in seen:
+                seen.add((m.kind, m.data))
+                out.append((i, m))
+        return out
+
+    def _dgram_groups(self) -> list[tuple[tuple, object]]:
+        groups = {}
+        for d in self.net.dgrams:
+            groups.setdefault(d.group(), d)
+        return sorted(groups.items(), key=lambda kv: kv[0])
+
+    def _dgram_names(self, d) -> tuple[str, str]:
+        found = self.net.udp_for(d.dst)
+        return self.name_of(d.src_owner), self.name_of(found[0]) if found else fmt_addr(d.dst)
+
     def actions(self) -> list[Action]:
         out = []
         conns = self._conns_in_order()
+        bag = self.spec.network == "bag"
         for key, conn in conns:
             for side in (0, 1):
-                if conn.chan[side]:
-                    src, dst = self._chan_names(conn, side)
-                    out.append(Action(("DELIVER", key, side),
-                                      f"DELIVER {src} -> {dst} {conn.chan[side][0].describe()}"))
+                src, dst = self._chan_names(conn, side)
+                for i, m in self._messages(conn, side):
+                    out.append(Action(("DELIVER", key, side, i),
+                                      f"DELIVER {src} -> {dst} {m.describe()}"))
+        dgrams = self._dgram_groups()
+        for group, d in dgrams:
+            src, dst = self._dgram_names(d)
+            out.append(Action(("DELIVER_DGRAM", group), f"DELIVER {src} -> {dst} {quote(d.data)}"))
         if self.budgets.get("drop", 0) > 0:
             for key, conn in conns:
-                if conn.in_flight():
+                if not conn.in_flight():
+                    continue
+                if bag and conn.established:
+                    for side in (0, 1):
+                        src, dst = self._chan_names(conn, side)
+                        for i, m in self._messages(conn, side):
+                            out.append(Action(("DROP", key, side, i),
+                                              f"DROP {src} -> {dst} {m.describe()}"))
+                else:
                     src, dst = self._chan_names(conn, 0)
                     out.append(Action(("DROP", key), f"DROP {src} -> {dst}"))
+            for group, d in dgrams:
+                src, dst = self._dgram_names(d)
+                out.append(Action(("DROP_DGRAM", group), f"DROP {src} -> {dst} {quote(d.data)}"))
+        if bag and self.budgets.get("dup", 0) > 0:
+            for key, conn in conns:
+                if not conn.established:
+                    continue
+                for side in (0, 1):
+                    src, dst = self._chan_names(conn, side)
+                    for i, m in self._messages(conn, side):
+                        if m.kind == DATA:
+                            out.append(Action(("DUP", key, side, i),
+                                              f"DUP {src} -> {dst} {m.describe()}"))
+            for group, d in dgrams:
+                src, dst = self._dgram_names(d)
+                out.append(Action(("DUP_DGRAM", group), f"DUP {src} -> {dst} {quote(d.data)}"))
         fire = self.budgets.get("fire")
         if fire is None or fire > 0:
             for node in self.nodes:
@@ -236,10 +293,29 @@ class Cluster:
         self.step_label = f"<{label}>"
         kind = key[0]
         if kind == "DELIVER":
-            self._deliver(self._conn_by_key(key[1]), key[2])
+            self._deliver(self._conn_by_key(key[1]), key[2], key[3])
         elif kind == "DROP":
             self.budgets["drop"] -= 1
-            self._reset(self._conn_by_key(key[1]))
+            conn = self._conn_by_key(key[1])
+            if len(key) == 4:                 # bag: that one message is lost
+                del conn.chan[key[2]][key[3]]
+            else:
+                self._reset(conn)
+        elif kind == "DUP":
+            self.budgets["dup"] -= 1
+            chan = self._conn_by_key(key[1]).chan[key[2]]
+            chan.append(Msg(chan[key[3]].kind, chan[key[3]].data))
+        elif kind in ("DELIVER_DGRAM", "DROP_DGRAM", "DUP_DGRAM"):
+            d = next(d for d in self.net.dgrams if d.group() == key[1])
+            if kind == "DUP_DGRAM":
+                self.budgets["dup"] -= 1
+                self.net.dgrams.append(Datagram(d.src_owner, d.src, d.dst, d.data))
+            else:
+                self.net.dgrams.remove(d)
+                if kind == "DROP_DGRAM":
+                    self.budgets["drop"] -= 1
+                else:
+                    dgram.arrive(self, d)
         elif kind == "FIRE":
             if self.budgets.get("fire") is not None:
                 self.budgets["fire"] -= 1
@@ -260,8 +336,9 @@ class Cluster:
                 return c
         raise EngineError(f"replay diverged: no connection {key!r}")
 
-    def _deliver(self, conn: Connection, side: int) -> None:
-        msg = conn.chan[side].popleft()
+    def _deliver(self, conn: Connection, side: int, index: int = 0) -> None:
+        msg = conn.chan[side][index]
+        del conn.chan[side][index]
         if msg.kind == CONNECT:
             found = self.net.listener_for(conn.dst)
             if found is None:
@@ -271,9 +348,11 @@ class Cluster:
             conn.b = Endpoint(owner, conn.dst)
             conn.established = True
             lsock.backlog.append(conn)
+            lsock.arrivals += 1
             self.nodes[owner].history.append(("ACCEPTABLE", conn.key()))
             return
         receiver = conn.end(1 - side)
+        receiver.arrivals += 1
         if isinstance(receiver.owner, int):
             self.nodes[receiver.owner].history.append((msg.kind, conn.key(), msg.data))
         if msg.kind == DATA:
@@ -303,9 +382,10 @@ class Cluster:
                 for ep in mine:
                     ep.closed = True
                 self._reset(conn)
-        for addr, (owner, _) in list(self.net.listeners.items()):
-            if owner == node.index:
-                del self.net.listeners[addr]
+        for table in (self.net.listeners, self.net.udp):
+            for addr, (owner, _) in list(table.items()):
+                if owner == node.index:
+                    del table[addr]
         self.net.collect()
         node.crashes += 1
         node.incarnation += 1
@@ -330,21 +410,25 @@ class Cluster:
                     ep.shut_wr, ep.closed, ep.accepted)
         nodes = []
         for n in self.nodes:
-            timeout = n.pending[1].timeout_ns if n.pending else None
+            blocked = (n.pending[1].what, n.pending[1].timeout_ns) if n.pending else None
             own = (canon(n.volatile) if n.volatile_emitted else "-") if n.ever_wrote_state \
                 else tuple(n.history)
-            nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), timeout))
+            nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), blocked))
+        def chan(msgs):
+            items = [(m.kind, m.data) for m in msgs]
+            return tuple(sorted(items) if self.spec.network == "bag" else items)
         conns = []
         for key, c in self._conns_in_order():
-            conns.append((key, c.established, c.refused,
-                          tuple((m.kind, m.data) for m in c.chan[0]),
-                          tuple((m.kind, m.data) for m in c.chan[1]),
+            conns.append((key, c.established, c.refused, chan(c.chan[0]), chan(c.chan[1]),
                           ep_state(c.a), ep_state(c.b)))
+        dgrams = tuple(sorted(d.group() for d in self.net.dgrams))
+        udp = tuple(sorted((fmt_addr(a), o, tuple((fmt_addr(src), data) for src, data in s.rqueue))
+                           for a, (o, s) in self.net.udp.items()))
         listeners = sorted((fmt_addr(a), o) for a, (o, _) in self.net.listeners.items())
         clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf)) for c in self.clients]
         budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
-        world = (tuple(nodes), tuple(conns), tuple(listeners), tuple(clients), tuple(budgets),
-                 canon(self.replies))
+        world = (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),
+                 tuple(budgets), canon(self.replies))
         return xxhash.xxh3_128_digest(repr(world).encode())
 
     def network_view(self) -> list[dict]:
@@ -355,6 +439,11 @@ class Cluster:
                 for m in conn.chan[side]:
                     out.append({"src": src, "dst": dst, "kind": m.kind,
                                 "data": m.data.decode("utf-8", errors="replace")})
+        for _, d in self._dgram_groups():
+            src, dst = self._dgram_names(d)
+            for same in (x for x in self.net.dgrams if x.group() == d.group()):
+                out.append({"src": src, "dst": dst, "kind": "DGRAM",
+                            "data": same.data.decode("utf-8", errors="replace")})
         return out
 
     def view(self) -> dict:
@@ -369,11 +458,3 @@ class Cluster:
             "params": dict(self.spec.params),
             "node_names": [n.name for n in self.nodes],
         }
-
-    def in_flight_labels(self) -> list[str]:
-        out = []
-        for _, conn in self._conns_in_order():
-            for side in (0, 1):
-                src, dst = self._chan_names(conn, side)
-                out += [f"{src} -> {dst} {m.describe()}" for m in conn.chan[side]]
-        return out

@@ -48,7 +48,7 @@ def _off_arg(i: int) -> int:
 ALWAYS = (
     "socket", "execve", "execveat", "clock_gettime", "gettimeofday", "time",
     "nanosleep", "clock_nanosleep", "poll", "ppoll", "select", "pselect6",
-    "epoll_wait", "epoll_pwait", "epoll_pwait2", "getrandom",
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_create", "epoll_create1", "getrandom",
     "clone", "clone3", "fork", "vfork", "setrlimit", "prlimit64", "close_range",
 )
 REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")

@@ -71,6 +71,7 @@ class Endpoint:
     shut_wr: bool = False    # this side sent its FIN
     closed: bool = False     # the owner closed its descriptor (or is gone)
     accepted: bool = False   # acceptor side: taken off the backlog by accept()
+    arrivals: int = 0        # messages delivered to this side (for EPOLLET)
 
 
 @dataclass(eq=False)
@@ -109,10 +110,25 @@ class Sock:
     error: int = 0                                    # SO_ERROR
     options: dict = field(default_factory=dict)
     refs: int = 1
+    arrivals: int = 0        # connections or datagrams that arrived (for EPOLLET)
+    rqueue: deque = field(default_factory=deque)     # UDP: (src addr, bytes)
+    peer: Addr | None = None                          # UDP: connected peer
 
     @property
     def ep(self) -> Endpoint | None:
         return self.conn.end(self.side) if self.conn else None
+
+
+@dataclass(eq=False)
+class Datagram:
+    src_owner: object
+    src: Addr
+    dst: Addr
+    data: bytes
+
+    def group(self) -> tuple:
+        return (str(self.src_owner), fmt_addr(self.src), fmt_addr(self.dst),
+                self.data.decode("latin-1"))
 
 
 class Network:
@@ -121,6 +137,8 @@ class Network:
     def __init__(self, channel_cap: int):
         self.conns: list[Connection] = []
         self.listeners: dict[Addr, tuple[int, Sock]] = {}
+        self.dgrams: list[Datagram] = []                 # UDP datagrams in flight
+        self.udp: dict[Addr, tuple[int, Sock]] = {}     # bound UDP sockets
         self.channel_cap = channel_cap
         self._serial = 0
 
@@ -134,8 +152,24 @@ class Network:
             return self.listeners.get(("::", port))
         return None
 
-    def addr_in_use(self, addr: Addr) -> bool:
-        return addr in self.listeners
+    def addr_in_use(self, addr: Addr, udp: bool = False) -> bool:
+        return addr in (self.udp if udp else self.listeners)
+
+    def udp_for(self, addr: Addr):
+        ip, port = addr
+        for cand in ((ip, port), ("0.0.0.0", port), ("::", port)):
+            if cand in self.udp:
+                return self.udp[cand]
+        return None
+
+    def send_datagram(self, dgram: Datagram) -> None:
+        same = sum(1 for d in self.dgrams if d.src == dgram.src and d.dst == dgram.dst)
+        if same >= self.channel_cap:
+            from ..errors import EngineError
+            raise EngineError(f"channel cap exceeded: more than {self.channel_cap} datagrams "
+                              f"in flight from {fmt_addr(dgram.src)} to {fmt_addr(dgram.dst)} "
+                              "(raise it with --channel-cap)")
+        self.dgrams.append(dgram)
 
     # -- node side -----------------------------------------------------------
     def connect(self, owner: object, local: Addr, dst: Addr) -> Connection:

@@ -79,6 +79,8 @@ class Node:
         self.bufs = {3: bytearray(), 193: bytearray()}
         self.fds: dict[int, object] = {}
         self.cloexec: set[int] = set()
+        self.epolls: dict[int, dict] = {}   # epoll fd -> {virtual fd: Registration}
+        self.threads = 1
         self.pending = None            # (Notification, Block)
         self.random_offset = 0
         self.exec_count = 0
@@ -221,10 +223,41 @@ class Node:
                 if done is None and result.timeout_ns == 0:
                     done = result.on_fire()
                 if done is None:
+                    if self.threads > 1:
+                        self._no_other_thread_blocks(notif, result)
                     self.pending = (notif, result)
                     return
                 result = done
             outcome = (notif, result)
+
+    # A node with threads is quiescent only if no other thread is about to make an
+    # emulated call: wait a little for one. A call that completes at once is
+    # answered; a second blocked call is unsupported (SPEC §2).
+    THREAD_GRACE_MS = 50
+
+    def _no_other_thread_blocks(self, held, block: Block) -> None:
+        from .calls import dispatch
+        from .syscalls_x86_64 import NAME
+        p = select.poll()
+        p.register(self.listener, select.POLLIN)
+        while p.poll(self.THREAD_GRACE_MS):
+            try:
+                other = _native.recv(self.listener)
+            except OSError:
+                return
+            result = dispatch(self, other)
+            if isinstance(result, Block):
+                done = result.attempt()
+                if done is None:
+                    raise TargetError(
+                        self.cluster.where(self) +
+                        f"thread {other.pid} blocks in {NAME.get(other.nr, other.nr)} while "
+                        f"thread {held.pid} is blocked in {block.what or NAME.get(held.nr)}; "
+                        "cmc supports one blocked thread per node")
+                result = done
+            if result is not ANSWERED and not self._answer(other, result):
+                return
+            self.current = held
 
     def _answer(self, notif, result) -> bool:
         if result is CONTINUE:

@@ -12,7 +12,7 @@ import signal
 import socket
 import struct
 
-from . import sockaddr
+from . import dgram, sockaddr
 from .calls import fd_arg, handles, read_iovecs, unsupported
 from .filter import VFD_BASE
 from .net import CONNECT, DATA, FIN, RST, Msg, Sock
@@ -62,9 +62,11 @@ def sys_socket(node, args):
     if family not in (socket.AF_INET, socket.AF_INET6):
         return CONTINUE      # AF_UNIX, netlink...: native
     base = stype & 0xF
-    if base != SOCK_STREAM:
+    if base not in (SOCK_STREAM, SOCK_DGRAM) or (base == SOCK_STREAM and proto not in (0, 6)) \
+            or (base == SOCK_DGRAM and proto not in (0, 17)):
         return unsupported(node, node.current.nr, args,
-                           "asks for a datagram or raw socket (only TCP streams are emulated yet)")
+                           "asks for a socket type or protocol cmc does not emulate "
+                           "(TCP streams and UDP datagrams are)")
     sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK))
     return Ret(new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC)))
 
@@ -81,6 +83,8 @@ def sys_bind(node, sock, args):
     if port == 0:
         port = node.cluster.ephemeral_port(node)
     addr = (ip, port)
+    if sock.stype == SOCK_DGRAM:
+        return dgram.bind(node, sock, addr)
     if node.cluster.net.addr_in_use(addr):
         return Err(errno.EADDRINUSE)
     sock.local = addr
@@ -90,6 +94,8 @@ def sys_bind(node, sock, args):
 @handles("listen")
 @with_sock
 def sys_listen(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        return Err(errno.EOPNOTSUPP)
     if sock.conn is not None:
         return Err(errno.EINVAL)
     net = node.cluster.net
@@ -114,6 +120,11 @@ def sys_getsockname(node, sock, args):
 @handles("getpeername")
 @with_sock
 def sys_getpeername(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        if sock.peer is None:
+            return Err(errno.ENOTCONN)
+        ok = sockaddr.write(node, args[1], args[2], sock.family, sock.peer)
+        return Ret(0) if ok else Err(errno.EFAULT)
     if sock.conn is None or not sock.conn.established:
         return Err(errno.ENOTCONN)
     peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
@@ -124,6 +135,8 @@ def sys_getpeername(node, sock, args):
 @handles("accept", "accept4")
 @with_sock
 def sys_accept(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        return Err(errno.EOPNOTSUPP)
     if not sock.listening:
         return Err(errno.EINVAL)
     flags = args[3] if node.current.nr == 288 else 0
@@ -146,6 +159,8 @@ def sys_accept(node, sock, args):
 @handles("connect")
 @with_sock
 def sys_connect(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        return dgram.connect(node, sock, args[1], args[2])
     parsed = sockaddr.read(node, args[1], args[2])
     if parsed is None:
         return Err(errno.EINVAL)
@@ -207,19 +222,21 @@ def _sigpipe_ignored(node) -> bool:
     return False
 
 
-def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str):
+def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str, dst=None):
     data = node.read(buf, length)
     if data is None:
         return Err(errno.EFAULT)
-    return sock_send_bytes(node, fd, data, flags, what)
+    return sock_send_bytes(node, fd, data, flags, what, dst)
 
 
-def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str):
+def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str, dst=None):
     sock = get_sock(node, fd)
     if sock is None:
         return Err(errno.EBADF)
+    if sock.stype == SOCK_DGRAM:
+        return dgram.send(node, sock, data, dst)
     if sock.conn is None:
-        return Err(errno.ENOTCONN if not sock.listening else errno.ENOTCONN)
+        return Err(errno.ENOTCONN)
     if sock.connecting:
         outcome = connect_outcome(sock, report=False)
         if outcome is None:
@@ -257,11 +274,16 @@ def _send_now(node, sock: Sock, data: bytes, flags: int):
 
 @handles("sendto")
 def sys_sendto(node, args):
+    dst = None
     if args[4]:
         sock = get_sock(node, fd_arg(args[0]))
         if sock is not None and sock.conn is not None:
             return Err(errno.EISCONN)
-    return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto")
+        parsed = sockaddr.read(node, args[4], args[5])
+        if parsed is None:
+            return Err(errno.EINVAL)
+        dst = parsed[1]
+    return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
 
 
 MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, controllen, flags
@@ -272,11 +294,17 @@ def sys_sendmsg(node, args):
     raw = node.read(args[1], MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
-    _, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    name, namelen, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
     data = read_iovecs(node, iov, iovlen)
     if data is None:
         return Err(errno.EFAULT)
-    return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg")
+    dst = None
+    if name:
+        parsed = sockaddr.read(node, name, namelen)
+        if parsed is None:
+            return Err(errno.EINVAL)
+        dst = parsed[1]
+    return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg", dst)
 
 
 # -- receiving ---------------------------------------------------------------------------
@@ -285,14 +313,17 @@ def sock_timeout(sock: Sock, opt: int) -> int | None:
     return t if t else None
 
 
-def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str):
+def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
+              write_src=lambda src: None):
     """deliver(bytes) writes the bytes where the call wants them and returns
-    an error result or None."""
+    an error result or None; write_src(addr) likewise for the sender's address."""
     sock = get_sock(node, fd)
     if sock is None:
         return Err(errno.EBADF)
+    if sock.stype == SOCK_DGRAM:
+        return dgram.recv(node, sock, length, flags, deliver, write_src)
     if sock.conn is None:
-        return Err(errno.ENOTCONN if sock.listening or True else errno.EINVAL)
+        return Err(errno.ENOTCONN)
 
     def attempt():
         if sock.connecting:
@@ -367,17 +398,20 @@ def sys_readv(node, args):
 @handles("recvfrom")
 def sys_recvfrom(node, args):
     fd = fd_arg(args[0])
+    sock = get_sock(node, fd)
     to_buf = _to_buffer(node, args[1])
+
+    def write_src(src):
+        if args[4] and not sockaddr.write(node, args[4], args[5], sock.family, src):
+            return Err(errno.EFAULT)
+        return None
 
     def deliver(data):
         bad = to_buf(data)
-        if bad is None and args[4]:
-            sock = get_sock(node, fd)
-            peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
-            if not sockaddr.write(node, args[4], args[5], sock.family, peer):
-                return Err(errno.EFAULT)
+        if bad is None and sock.stype == SOCK_STREAM:
+            bad = write_src(sock.conn.a.addr if sock.side == 1 else sock.conn.dst)
         return bad
-    return sock_recv(node, fd, args[2], args[3], deliver, "recvfrom")
+    return sock_recv(node, fd, args[2], args[3], deliver, "recvfrom", write_src)
 
 
 @handles("recvmsg")
@@ -385,26 +419,38 @@ def sys_recvmsg(node, args):
     raw = node.read(args[1], MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
-    _, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    name, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
     total = _iov_total(node, iov, iovlen)
     if total is None:
         return Err(errno.EFAULT)
     to_iov = _to_iovecs(node, iov, iovlen)
+    sock = get_sock(node, fd_arg(args[0]))
+
+    def write_src(src):
+        if name:
+            data = sockaddr.pack(sock.family, src)
+            node.write(name, data)
+            node.write(args[1] + 8, struct.pack("<I", len(data)))
+        return None
 
     def deliver(data):
         bad = to_iov(data)
-        # no address, no control data, no flags
-        node.write(args[1] + 8, struct.pack("<I", 0))
+        # no address (streams), no control data, no flags
+        if sock.stype == SOCK_STREAM:
+            node.write(args[1] + 8, struct.pack("<I", 0))
         node.write(args[1] + 40, struct.pack("<Q", 0))
         node.write(args[1] + 48, struct.pack("<i", 0))
         return bad
-    return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg")
+    return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
 
 
 # -- closing ---------------------------------------------------------------------------
 def release(node, sock: Sock) -> None:
     """The last descriptor of a socket is gone."""
     cluster = node.cluster
+    if sock.stype == SOCK_DGRAM:
+        dgram.release(node, sock)
+        return
     if sock.listening:
         cluster.net.listeners.pop(sock.local, None)
         for conn in sock.backlog:
@@ -430,6 +476,8 @@ def close_vfd(node, fd: int) -> bool:
     node.cloexec.discard(fd)
     if sock is None:
         return False
+    from .waitcalls import forget_socket
+    forget_socket(node, fd)
     sock.refs -= 1
     if sock.refs == 0:
         release(node, sock)
@@ -533,7 +581,10 @@ def sys_ioctl(node, sock, args):
         sock.nonblock = struct.unpack("<i", raw)[0] != 0
         return Ret(0)
     if req == FIONREAD:
-        n = len(sock.ep.rbuf) if sock.ep is not None else 0
+        if sock.stype == SOCK_DGRAM:
+            n = len(sock.rqueue[0][1]) if sock.rqueue else 0
+        else:
+            n = len(sock.ep.rbuf) if sock.ep is not None else 0
         return Ret(0) if node.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
     return unsupported(node, node.current.nr, args, "uses an ioctl cmc does not emulate")
 
@@ -603,7 +654,17 @@ def sys_einval(node, args):
 
 
 # -- readiness ---------------------------------------------------------------------------
+def ready_token(sock: Sock) -> tuple:
+    """Changes whenever something arrives for the socket: EPOLLET reports again only then."""
+    ep = sock.ep
+    if ep is None:
+        return (sock.arrivals, sock.connecting)
+    return (sock.arrivals, sock.connecting, ep.arrivals, ep.eof, ep.reset)
+
+
 def readiness(sock: Sock) -> int:
+    if sock.stype == SOCK_DGRAM:
+        return POLLOUT | (POLLIN if sock.rqueue else 0)
     if sock.listening:
         return POLLIN if any(c.b is not None and not c.b.closed for c in sock.backlog) else 0
     if sock.conn is None:
@@ -627,77 +688,5 @@ def readiness(sock: Sock) -> int:
     return ev
 
 
-POLLFD = struct.Struct("<ihh")
-
-
-def _poll(node, args, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
-    if nfds > 4096:
-        return Err(errno.EINVAL)
-    raw = node.read(fds_addr, POLLFD.size * nfds) if nfds else b""
-    if raw is None or len(raw) != POLLFD.size * nfds:
-        return Err(errno.EFAULT)
-    entries = [POLLFD.unpack_from(raw, POLLFD.size * i) for i in range(nfds)]
-    virtual = [e for e in entries if e[0] >= VFD_BASE]
-    real = [e for e in entries if 0 <= e[0] < VFD_BASE]
-    if not virtual:
-        return CONTINUE
-    if real:
-        return unsupported(node, node.current.nr, args,
-                           "polls real and virtual descriptors together (not supported yet)")
-
-    def attempt():
-        out = bytearray(raw)
-        count = 0
-        for i, (fd, events, _) in enumerate(entries):
-            rev = 0
-            if fd >= 0:
-                sock = get_sock(node, fd)
-                rev = POLLNVAL if sock is None else readiness(sock) & (events | POLLERR | POLLHUP)
-            struct.pack_into("<h", out, POLLFD.size * i + 6, rev)
-            count += bool(rev)
-        if count == 0:
-            return None
-        return Ret(count) if node.write(fds_addr, bytes(out)) else Err(errno.EFAULT)
-
-    def fired():
-        out = bytearray(raw)
-        for i in range(nfds):
-            struct.pack_into("<h", out, POLLFD.size * i + 6, 0)
-        node.write(fds_addr, bytes(out))
-        return Ret(0)
-    return Block(attempt, timeout_ns, fired, what)
-
-
-@handles("poll")
-def sys_poll(node, args):
-    ms = fd_arg(args[2])
-    return _poll(node, args, args[0], args[1], None if ms < 0 else ms * 10**6, "poll")
-
-
-@handles("ppoll")
-def sys_ppoll(node, args):
-    from .calls import read_timespec
-    timeout = read_timespec(node, args[2]) if args[2] else None
-    if args[2] and timeout is None:
-        return Err(errno.EINVAL)
-    return _poll(node, args, args[0], args[1], timeout, "ppoll")
-
-
-@handles("select", "pselect6")
-def sys_select(node, args):
-    if (args[0] & 0xFFFFFFFF) <= VFD_BASE:
-        return CONTINUE
-    return unsupported(node, node.current.nr, args, "selects on virtual sockets (not supported yet)")
-
-
-@handles("epoll_wait", "epoll_pwait", "epoll_pwait2")
-def sys_epoll_wait(node, args):
-    return CONTINUE       # an epoll set can only hold real fds (epoll_ctl refuses virtual ones)
-
-
-@handles("epoll_ctl")
-def sys_epoll_ctl(node, args):
-    return unsupported(node, node.current.nr, args, "adds a virtual socket to an epoll set "
-                       "(not supported yet)")
 
 

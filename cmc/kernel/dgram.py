@@ -1,0 +1,86 @@
+"""UDP: datagrams are separate messages in flight, delivered in any order (a bag),
+each one DELIVERed or DROPped by the environment (SPEC §3). A datagram to an
+address where no socket is bound is lost when delivered, as on Linux."""
+from __future__ import annotations
+
+import errno
+import socket
+
+from . import sockaddr
+from .net import Datagram, Sock
+from .node import Block, Err, Ret
+
+
+def default_local(node, sock: Sock, toward: str | None = None):
+    if sock.local is None:
+        v6 = sock.family == socket.AF_INET6 and (toward is None or ":" in toward)
+        sock.local = ("::1" if v6 else "127.0.0.1", node.cluster.ephemeral_port(node))
+        node.cluster.net.udp[sock.local] = (node.index, sock)
+    return sock.local
+
+
+def bind(node, sock: Sock, addr) -> object:
+    net = node.cluster.net
+    if net.addr_in_use(addr, udp=True):
+        return Err(errno.EADDRINUSE)
+    sock.local = addr
+    net.udp[addr] = (node.index, sock)
+    return Ret(0)
+
+
+def connect(node, sock: Sock, raw_addr: int, length: int) -> object:
+    head = node.read(raw_addr, 2) if raw_addr and length >= 2 else None
+    if head == b"\0\0":                      # AF_UNSPEC: dissolve the association
+        sock.peer = None
+        return Ret(0)
+    parsed = sockaddr.read(node, raw_addr, length)
+    if parsed is None:
+        return Err(errno.EINVAL)
+    sock.peer = parsed[1]
+    default_local(node, sock, parsed[1][0])
+    return Ret(0)
+
+
+def send(node, sock: Sock, data: bytes, dst) -> object:
+    if dst is None:
+        dst = sock.peer
+    if dst is None:
+        return Err(errno.EDESTADDRREQ)
+    if len(data) > 65507:
+        return Err(errno.EMSGSIZE)
+    src = default_local(node, sock, dst[0])
+    node.cluster.net.send_datagram(Datagram(node.index, src, dst, data))
+    return Ret(len(data))
+
+
+def recv(node, sock: Sock, length: int, flags: int, deliver, write_src) -> Block:
+    from .sockcalls import MSG_DONTWAIT, MSG_PEEK, SO_RCVTIMEO, sock_timeout
+
+    def attempt():
+        if sock.rqueue:
+            src, data = sock.rqueue[0] if flags & MSG_PEEK else sock.rqueue.popleft()
+            bad = deliver(data[:length]) or write_src(src)
+            return bad if bad is not None else Ret(min(len(data), length))
+        if sock.nonblock or flags & MSG_DONTWAIT:
+            return Err(errno.EAGAIN)
+        return None
+    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "recvfrom")
+
+
+def arrive(cluster, dgram: Datagram) -> None:
+    """The environment delivers one datagram."""
+    found = cluster.net.udp_for(dgram.dst)
+    if found is None:
+        return                               # nobody bound there: lost
+    owner, sock = found
+    if sock.peer is not None and sock.peer != dgram.src:
+        return                               # a connected socket filters other sources
+    sock.rqueue.append((dgram.src, dgram.data))
+    sock.arrivals += 1
+    cluster.nodes[owner].history.append(("DGRAM", dgram.group()))
+
+
+def release(node, sock: Sock) -> None:
+    net = node.cluster.net
+    if sock.local is not None and net.udp.get(sock.local, (None, None))[1] is sock:
+        del net.udp[sock.local]
