@@ -172,6 +172,7 @@ def sys_write(node, args):
         if data is None:
             return Err(errno.EFAULT)
         node.take_state_bytes(fd, data)
+        node.moved = data
         return Ret(len(data))
     from .sockcalls import sock_send
     return sock_send(node, fd, args[1], args[2], 0, "write")
@@ -185,6 +186,7 @@ def sys_writev(node, args):
         return Err(errno.EFAULT)
     if fd in (STATE_FD, DURABLE_FD):
         node.take_state_bytes(fd, data)
+        node.moved = data
         return Ret(len(data))
     from .sockcalls import sock_send_bytes
     return sock_send_bytes(node, fd, data, 0, "writev")

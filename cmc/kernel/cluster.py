@@ -90,6 +90,32 @@ class Cluster:
         self.step = 0
         self.step_label = "launch"
         self._ports = [40000 + 1000 * i for i in range(len(self.nodes))]
+        self.recording = False         # keep a call log and per-step output (replay)
+        self.calls: list[tuple[str, str]] = []
+        self._out_offsets: dict[str, int] = {}
+
+    def drain(self) -> dict:
+        """What happened since the last drain: each node's emulated calls, and
+        the stdout/stderr lines it printed (for showing a behavior step by step)."""
+        out = {n.name: {"calls": [], "stdout": "", "stderr": ""} for n in self.nodes}
+        for name, line in self.calls:
+            out[name]["calls"].append(line)
+        self.calls = []
+        for n in self.nodes:
+            for inc in range(n.incarnation + 1):
+                base = os.path.join(self.outdir, f"{n.index}-{n.name}.{inc}")
+                for stream in ("stdout", "stderr"):
+                    path = f"{base}.{stream}"
+                    start = self._out_offsets.get(path, 0)
+                    try:
+                        with open(path, "rb") as f:
+                            f.seek(start)
+                            data = f.read()
+                    except OSError:
+                        continue
+                    self._out_offsets[path] = start + len(data)
+                    out[n.name][stream] += data.decode("utf-8", errors="replace")
+        return out
 
     # -- helpers the kernel uses ----------------------------------------------------
     def where(self, node: Node) -> str:

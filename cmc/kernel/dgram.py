@@ -49,6 +49,7 @@ def send(node, sock: Sock, data: bytes, dst) -> object:
     if len(data) > 65507:
         return Err(errno.EMSGSIZE)
     src = default_local(node, sock, dst[0])
+    node.moved = data
     node.cluster.net.send_datagram(Datagram(node.index, src, dst, data))
     return Ret(len(data))
 
@@ -59,6 +60,7 @@ def recv(node, sock: Sock, length: int, flags: int, deliver, write_src) -> Block
     def attempt():
         if sock.rqueue:
             src, data = sock.rqueue[0] if flags & MSG_PEEK else sock.rqueue.popleft()
+            node.moved = data[:length]
             bad = deliver(data[:length]) or write_src(src)
             return bad if bad is not None else Ret(min(len(data), length))
         if sock.nonblock or flags & MSG_DONTWAIT:

@@ -81,6 +81,7 @@ class Node:
         self.cloexec: set[int] = set()
         self.epolls: dict[int, dict] = {}   # epoll fd -> {virtual fd: Registration}
         self.threads = 1
+        self.moved = None              # bytes the current call moved (for the call log)
         self.pending = None            # (Notification, Block)
         self.random_offset = 0
         self.exec_count = 0
@@ -260,6 +261,11 @@ class Node:
             self.current = held
 
     def _answer(self, notif, result) -> bool:
+        if self.cluster.recording:
+            from .calllog import render
+            self.cluster.calls.append((self.name, render(notif.nr, notif.args, result,
+                                                         self.moved)))
+            self.moved = None
         if result is CONTINUE:
             return _native.respond(self.listener, notif.id, cont=True)
         if isinstance(result, Err):

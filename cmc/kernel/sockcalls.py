@@ -268,6 +268,7 @@ def _send_now(node, sock: Sock, data: bytes, flags: int):
         return _pipe_error(node, flags)
     if not data:
         return Ret(0)
+    node.moved = data
     node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
     return Ret(len(data))
 
@@ -336,6 +337,7 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
         want = length if flags & MSG_WAITALL else 1
         if ep.rbuf and (len(ep.rbuf) >= min(want, length) or ep.eof or ep.reset) or length == 0:
             data = bytes(ep.rbuf[:length])
+            node.moved = data
             if not flags & MSG_PEEK:
                 del ep.rbuf[:length]
             bad = deliver(data)
