@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -265,10 +266,9 @@ static int fix_auxv(int pid, const unsigned char random16[16])
     return -E2BIG;
 }
 
-static void sleep_us(long us)
+static int is_exec_stop(int st)
 {
-    struct timespec ts = { 0, us * 1000 };
-    nanosleep(&ts, NULL);
+    return WIFSTOPPED(st) && (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8));
 }
 
 /* Stop a seized tracee that is running and detach from it. */
@@ -280,50 +280,50 @@ static void interrupt_and_detach(int pid)
     ptrace(PTRACE_DETACH, pid, 0, 0);
 }
 
+/* The exec stop is reported by SIGCHLD: wait for it with sigtimedwait (SIGCHLD
+ * blocked meanwhile, so none is lost), in slices, checking between slices
+ * whether the program went on instead (a failed execve makes its next
+ * notified call: a notification without an exec stop means failure). */
 int cmc_exec_continue(int listener, uint64_t id, int pid,
                       const unsigned char random16[16], int timeout_ms, int *status)
 {
-    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC)) return -errno;
-    int r = cmc_respond(listener, id, 0, 0, 1);
-    if (r) { interrupt_and_detach(pid); return r; }
-    for (long waited_us = 0; waited_us < (long)timeout_ms * 1000;) {
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &chld, &old);
+    int r;
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC)) { r = -errno; goto out; }
+    r = cmc_respond(listener, id, 0, 0, 1);
+    if (r) { interrupt_and_detach(pid); goto out; }
+    for (int waited_ms = 0;;) {
         int st;
         pid_t w = waitpid(pid, &st, __WALL | WNOHANG);
-        if (w < 0 && errno != EINTR) return -errno;
+        if (w < 0 && errno != EINTR) { r = -errno; goto out; }
         if (w == pid) {
-            if (WIFEXITED(st) || WIFSIGNALED(st)) { *status = st; return 2; }
-            if (WIFSTOPPED(st) && (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+            if (WIFEXITED(st) || WIFSIGNALED(st)) { *status = st; r = 2; goto out; }
+            if (is_exec_stop(st)) {
                 r = fix_auxv(pid, random16);
                 ptrace(PTRACE_DETACH, pid, 0, 0);
-                return r;
+                goto out;
             }
-            if (WIFSTOPPED(st)) {   /* a signal stop: pass the signal on */
-                int sig = WSTOPSIG(st);
-                ptrace(PTRACE_CONT, pid, 0, (st >> 16) ? 0 : sig);
-            }
+            if (WIFSTOPPED(st))   /* a signal stop: pass the signal on */
+                ptrace(PTRACE_CONT, pid, 0, (st >> 16) ? 0 : WSTOPSIG(st));
             continue;
         }
-        /* A failed execve returns to the program, which soon makes its next
-         * notified call: a notification without an exec stop means failure. */
         struct pollfd pf = { listener, POLLIN, 0 };
         if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
-            if (waitpid(pid, &st, __WALL | WNOHANG) == pid) {
-                /* raced with the exec stop after all: handle it next round */
-                if (WIFSTOPPED(st) && (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
-                    r = fix_auxv(pid, random16);
-                    ptrace(PTRACE_DETACH, pid, 0, 0);
-                    return r;
-                }
-                if (WIFEXITED(st) || WIFSIGNALED(st)) { *status = st; return 2; }
-            }
             interrupt_and_detach(pid);
-            return 1;
+            r = 1;
+            goto out;
         }
-        sleep_us(waited_us < 2000 ? 20 : 200);
-        waited_us += waited_us < 2000 ? 20 : 200;
+        if (waited_ms >= timeout_ms) { interrupt_and_detach(pid); r = -ETIMEDOUT; goto out; }
+        struct timespec slice = { 0, 2 * 1000 * 1000 };
+        sigtimedwait(&chld, NULL, &slice);
+        waited_ms += 2;
     }
-    interrupt_and_detach(pid);
-    return -ETIMEDOUT;
+out:
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
 }
 
 int cmc_getfd(int pid, int fd)
