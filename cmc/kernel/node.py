@@ -26,6 +26,9 @@ MONOTONIC_START_NS = 1000 * 10**9
 
 _FILTER = build_filter()
 
+# Totals for benchmarks (experiments/bench.py): launches and notifications answered.
+COUNTERS = {"launches": 0, "notifications": 0}
+
 
 @dataclass
 class Ret:
@@ -110,6 +113,7 @@ class Node:
                     "(cmc needs Linux >= 5.9 with seccomp user notification)") from None
         self.alive = True
         self.exited = None
+        COUNTERS["launches"] += 1
         self.run(None)
 
     def kill(self) -> None:
@@ -301,6 +305,7 @@ class Node:
                               "(watchdog; raise it with --watchdog)")
         _, ev = events[0]
         if ev & select.POLLIN:
+            COUNTERS["notifications"] += 1
             try:
                 return _native.recv(self.listener)
             except OSError:

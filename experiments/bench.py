@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Where the time goes: cmc against the floors it cannot go below, side by side.
+
+For each model (default: every models/*.model), in one run on this machine:
+  (a) launch floor: fork+exec of each node binary, natively, until it writes its first
+      state line on fd 3, then SIGKILL (experiments/floors.c); summed over the nodes;
+  (b) notification floor: one seccomp user-notification round trip answered by C;
+  (c) cmc: breadth-first check of the model; wall time per generated state and per
+      emulated call (notification), launches per generated state.
+It prints the ratios (c)/(a) and (c)/(b). Method and results: docs/performance.md.
+
+    python3 experiments/bench.py [--repeat R] [MODEL ...]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cmc.adapter import ClusterModel               # noqa: E402
+from cmc.cli import cluster_spec, engine_properties, parse_args  # noqa: E402
+from cmc.engine.bfs import BreadthFirst             # noqa: E402
+from cmc.engine.model import NullReporter           # noqa: E402
+from cmc.kernel.node import COUNTERS                 # noqa: E402
+from cmc.lang import load_model                      # noqa: E402
+
+
+def floors_binary(tmp: str) -> str:
+    out = os.path.join(tmp, "floors")
+    subprocess.run(["cc", "-O2", "-o", out, str(ROOT / "experiments" / "floors.c")], check=True)
+    return out
+
+
+def launch_floor_us(floors: str, model, n: int) -> float:
+    total = 0.0
+    for node in model.nodes:
+        r = subprocess.run([floors, "launch", str(n), *node.argv], cwd=tempfile.gettempdir(),
+                           stdout=subprocess.PIPE, text=True, check=True, timeout=300)
+        total += float(r.stdout)
+    return total
+
+
+def run_cmc(path: str, workers: int = 1, fast: bool = False) -> dict:
+    args = parse_args(["--model-file", path])
+    model = load_model(path, {})
+    workroot = tempfile.mkdtemp(prefix="cmc-bench-")
+    system = ClusterModel(cluster_spec(model, args), workroot)
+    before = dict(COUNTERS)
+    t0 = time.perf_counter()
+    try:
+        outcome = BreadthFirst(system, engine_properties(model), NullReporter()).run()
+    finally:
+        system.close_all()
+        shutil.rmtree(workroot, ignore_errors=True)
+    wall = time.perf_counter() - t0
+    st = outcome.stats
+    return {"verdict": outcome.verdict, "generated": st.generated, "distinct": st.distinct,
+            "depth": st.depth, "wall": wall,
+            "launches": COUNTERS["launches"] - before["launches"],
+            "notifications": COUNTERS["notifications"] - before["notifications"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--launch-samples", type=int, default=100)
+    args = ap.parse_args()
+    models = args.models or sorted(str(p) for p in (ROOT / "models").glob("*.model"))
+    subprocess.run(["make", "-s", "-C", str(ROOT / "demo")], check=True)
+    tmp = tempfile.mkdtemp(prefix="cmc-floors-")
+    try:
+        floors = floors_binary(tmp)
+        notify_us = float(subprocess.run([floors, "notify", "20000"], stdout=subprocess.PIPE,
+                                         text=True, check=True).stdout)
+        print(f"notification floor: {notify_us:.1f} us per round trip (C supervisor)")
+        header = (f"{'model':<14} {'gen':>6} {'dist':>6} {'depth':>5} {'wall s':>7} {'st/s':>6} "
+                  f"{'ms/state':>8} {'us/call':>7} {'launch floor ms':>15} "
+                  f"{'state/launch':>12} {'call/notif':>10}")
+        print(header)
+        for path in models:
+            model = load_model(path, {})
+            floor = launch_floor_us(floors, model, args.launch_samples) / 1000
+            r = run_cmc(path)
+            per_state = r["wall"] / r["generated"] * 1000
+            per_call = r["wall"] / max(r["notifications"], 1) * 1e6
+            print(f"{pathlib.Path(path).stem:<14} {r['generated']:>6} {r['distinct']:>6} "
+                  f"{r['depth']:>5} {r['wall']:>7.1f} {r['generated'] / r['wall']:>6.1f} "
+                  f"{per_state:>8.2f} {per_call:>7.1f} {floor:>15.2f} "
+                  f"{per_state / floor:>12.1f} {per_call / notify_us:>10.1f}")
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
