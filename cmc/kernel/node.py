@@ -113,6 +113,8 @@ class Node:
                     "(cmc needs Linux >= 5.9 with seccomp user notification)") from None
         self.alive = True
         self.exited = None
+        self._poller = select.poll()
+        self._poller.register(self.listener, select.POLLIN)
         COUNTERS["launches"] += 1
         self.run(None)
 
@@ -296,9 +298,7 @@ class Node:
 
     def _next_notification(self):
         watchdog = self.cluster.watchdog_s
-        p = select.poll()
-        p.register(self.listener, select.POLLIN)
-        events = p.poll(int(watchdog * 1000))
+        events = self._poller.poll(int(watchdog * 1000))
         if not events:
             raise TargetError(self.cluster.where(self) +
                               f"ran for {watchdog:g} s without blocking in an emulated call "
