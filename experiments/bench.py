@@ -42,8 +42,12 @@ def floors_binary(tmp: str) -> str:
 def launch_floor_us(floors: str, model, n: int) -> float:
     total = 0.0
     for node in model.nodes:
-        r = subprocess.run([floors, "launch", str(n), *node.argv], cwd=tempfile.gettempdir(),
-                           stdout=subprocess.PIPE, text=True, check=True, timeout=300)
+        cwd = tempfile.mkdtemp(prefix="cmc-floor-")     # the node may create files
+        try:
+            r = subprocess.run([floors, "launch", str(n), *node.argv], cwd=cwd,
+                               stdout=subprocess.PIPE, text=True, check=True, timeout=300)
+        finally:
+            shutil.rmtree(cwd, ignore_errors=True)
         total += float(r.stdout)
     return total
 
