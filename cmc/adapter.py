@@ -3,6 +3,10 @@
 Every `fresh()` launches every node again in fresh working directories (SPEC §2:
 a fresh, empty working directory per replay). The adapter keeps every system it
 opened, so that whatever happens, `close_all` leaves no process behind.
+
+With `recording` on (only when a behavior is shown, by `cmc --replay`), each
+system keeps a log of its nodes' emulated calls and output, taken step by step
+with `drain()`.
 """
 from __future__ import annotations
 
@@ -26,21 +30,28 @@ class _Tracked:
     def view(self):
         return self._c.view()
 
+    def drain(self) -> dict:
+        """Each node's emulated calls and stdout/stderr since the last drain:
+        {node name: {"calls": [str], "stdout": str, "stderr": str}}."""
+        return self._c.drain()
+
     def close(self):
         self._c.close()
         self._owner.open.discard(self)
 
 
 class ClusterModel:
-    def __init__(self, spec: ClusterSpec, workroot: str):
+    def __init__(self, spec: ClusterSpec, workroot: str, recording: bool = False):
         self.spec = spec
         self.workroot = workroot
+        self.recording = recording
         self.open: set[_Tracked] = set()
         self.launches = 0
 
     def fresh(self) -> _Tracked:
         self.close_all()   # one cluster at a time shares the working directories
         cluster = Cluster(self.spec, self.workroot)
+        cluster.recording = self.recording
         tracked = _Tracked(cluster, self)
         self.open.add(tracked)
         self.launches += 1

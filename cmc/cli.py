@@ -1,8 +1,12 @@
-"""The command line (SPEC §5): wires the rooms together; the only place that exits."""
+"""The command line (SPEC §5): wires the rooms together; the only place that exits.
+
+Exit statuses (SPEC §6): 0 every property holds, 1 a property is violated, 2 usage
+or model-file error, 3 target or engine error, 4 this machine cannot run cmc, 130
+interrupted. `--tlc-exit-codes` maps them to TLC's (see tlc_status).
+"""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -10,12 +14,35 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from . import __version__
 from .errors import CmcError, EngineError, ModelError, UnsupportedMachine, UsageError
 
 EXIT_OK, EXIT_VIOLATION, EXIT_MODEL, EXIT_TARGET, EXIT_MACHINE = 0, 1, 2, 3, 4
-TLC_EXIT = {EXIT_OK: 0, EXIT_VIOLATION: 12, EXIT_MODEL: 150, EXIT_TARGET: 255, EXIT_MACHINE: 255}
+EXIT_INTERRUPTED = 130
+DEFAULT_LIVE_STEPS = 100
+DEFAULT_CHANNEL_CAP = 64
+DEFAULT_WALKS = 100
+
+# TLC's ExitStatus (tlc2/output/EC.java): VIOLATION_SAFETY 12, VIOLATION_LIVENESS 13,
+# ERROR_SPEC_PARSE 150, ERROR_CONFIG_PARSE 151, ERROR 255.
+TLC_VIOLATION = {"invariant": 12, "quiescent": 12, "action": 13, "eventually": 13,
+                 "witness": 255}
+
+
+def tlc_status(status: int, kind: str | None = None, load_error: bool = False) -> int:
+    """cmc's exit status as TLC's. A quiescent property is an invariant of the
+    quiescent worlds (12); a witness has no TLC counterpart (255). A model file that
+    cannot be loaded is TLC's spec parse error (150); any other exit-2 error (the
+    command line, the build, a missing binary, an evaluation error) is 151."""
+    if status == EXIT_OK:
+        return 0
+    if status == EXIT_VIOLATION:
+        return TLC_VIOLATION.get(kind, 255)
+    if status == EXIT_MODEL:
+        return 150 if load_error else 151
+    return 255
 
 
 class _ArgParser(argparse.ArgumentParser):
@@ -23,20 +50,73 @@ class _ArgParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
 def parse_args(argv):
-    p = _ArgParser(prog="cmc", description="Model-check the real binaries of a distributed system.")
-    p.add_argument("--model-file", required=True, metavar="FILE")
+    p = _ArgParser(prog="cmc", description="Model-check the real binaries of a distributed "
+                   "system (docs/cmc.md).")
+    p.add_argument("--model-file", metavar="FILE", help="the model file (with --replay: "
+                   "the trace's model by default)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="name=value",
                    help="override a param of the model file")
-    p.add_argument("--max-depth", type=int, metavar="D")
-    p.add_argument("--max-states", type=int, metavar="N")
-    p.add_argument("--trace-out", metavar="TRACE.json")
-    p.add_argument("--watchdog", type=float, default=10.0, metavar="SECONDS")
-    p.add_argument("--channel-cap", type=int, default=64, metavar="N")
+    p.add_argument("--workers", type=_count(1), default=1, metavar="N",
+                   help="accepted; this version searches with one worker")
+    p.add_argument("--max-depth", type=_count(1), metavar="D",
+                   help="do not expand worlds at depth D (the initial world is depth 1); "
+                   "with --simulate, the length of a walk (default 100)")
+    p.add_argument("--dfs", type=_count(1), metavar="D", help="depth-first, to depth D")
+    p.add_argument("--simulate", action="store_true", help="seeded random walks")
+    p.add_argument("--seed", type=int, metavar="S", help="with --simulate: walk i uses seed S+i")
+    p.add_argument("--walks", type=_count(1), metavar="W",
+                   help=f"with --simulate: how many walks (default {DEFAULT_WALKS})")
+    p.add_argument("--replay", metavar="TRACE.json", help="run a written trace again")
+    p.add_argument("--det", action="store_true",
+                   help="take every step twice from a fresh launch and compare")
+    p.add_argument("--trace-out", metavar="TRACE.json",
+                   help="where to write a violation's trace (default MODEL.trace.json)")
+    p.add_argument("--json", metavar="REPORT.json", help="also write the verdict as JSON")
+    p.add_argument("--live-steps", type=_count(0), metavar="K",
+                   help=f"steps of the fair schedule for eventually (default {DEFAULT_LIVE_STEPS})")
+    p.add_argument("--max-states", type=_count(1), metavar="N",
+                   help="more distinct states than N is an error (exit 3)")
+    p.add_argument("--channel-cap", type=_count(1), metavar="N",
+                   help=f"more messages than N in flight on a channel is an error (exit 3; "
+                   f"default {DEFAULT_CHANNEL_CAP})")
+    p.add_argument("--watchdog", type=float, default=10.0, metavar="SECONDS",
+                   help="real time a node may run in one step (default 10)")
     p.add_argument("--no-build", action="store_true", help="skip the model's build command")
-    p.add_argument("--tlc-exit-codes", action="store_true")
+    p.add_argument("--tlc-exit-codes", action="store_true", help="exit with TLC's statuses")
     p.add_argument("--version", action="version", version=f"cmc {__version__}")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    _validate(args)
+    return args
+
+
+def _validate(args) -> None:
+    def usage(message):
+        return UsageError(f"cmc: {message}")
+    if args.replay is None and args.model_file is None:
+        raise usage("the following arguments are required: --model-file")
+    if args.dfs is not None and args.simulate:
+        raise usage("--dfs and --simulate are two different searches: choose one")
+    if args.replay is not None and (args.dfs is not None or args.simulate):
+        raise usage("--replay runs a written trace; it does not search (drop --dfs/--simulate)")
+    if args.dfs is not None and args.max_depth is not None:
+        raise usage("--dfs D is the depth bound of the depth-first search; drop --max-depth")
+    if not args.simulate and (args.seed is not None or args.walks is not None):
+        raise usage("--seed and --walks go with --simulate")
+    if args.watchdog <= 0:
+        raise usage(f"argument --watchdog: must be positive, got {args.watchdog:g}")
 
 
 def _defines(items):
@@ -80,74 +160,195 @@ def cluster_spec(model, args):
         reply_record=record,
         params=dict(model.params),
         network=model.network,
-        channel_cap=args.channel_cap,
+        channel_cap=args.channel_cap or DEFAULT_CHANNEL_CAP,
         watchdog_s=args.watchdog,
     )
 
 
+class PropertyEvaluationError(ModelError):
+    """A property could not be evaluated during the search (SPEC §8): the language's
+    located error, then the world (and for an action property, the world after)."""
+
+    def __init__(self, err: ModelError, view: dict, next_view: dict | None):
+        super().__init__(err.message, err.file, err.line, err.col, err.source_line)
+        from .report.tlc import render_world
+        lines = ["The world it was evaluated in:"] + render_world(view)
+        if next_view is not None:
+            lines += ["and the world after the transition:"] + render_world(next_view)
+        self.world_lines = lines
+
+    def render(self) -> str:
+        return super().render() + "\n" + "\n".join(self.world_lines)
+
+
 def engine_properties(model):
     from .engine.model import Property
-    from .lang import check_property
+    from .lang import EvaluationError, check_property
 
-    out = []
-    for p in model.properties:
-        if p.kind == "eventually":
-            raise ModelError("eventually properties are not supported yet (issue 4)",
-                             p.loc.file, p.loc.line, p.loc.col, p.loc.source_line)
-        out.append(Property(p.kind, p.name,
-                            lambda view, nxt, _p=p: check_property(_p, view, nxt)))
-    return out
-
-
-def write_trace(path, model, outcome):
-    data = {
-        "cmc_trace": 1,
-        "model": model.path,
-        "params": model.params,
-        "budgets": model.budgets,
-        "property": {"kind": outcome.prop.kind, "name": outcome.prop.name},
-        "actions": [{"key": list_key(s.key), "label": s.label} for s in outcome.trace[1:]],
-    }
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
+    def checker(p):
+        def check(view, next_view):
+            try:
+                return check_property(p, view, next_view)
+            except EvaluationError as err:
+                raise PropertyEvaluationError(err, view, next_view) from None
+        return check
+    return [Property(p.kind, p.name, checker(p)) for p in model.properties]
 
 
-def list_key(key):
-    return [list_key(k) if isinstance(k, tuple) else k for k in key]
+class Run:
+    """What a run learned so far, for the JSON report whatever way it ends."""
+
+    def __init__(self):
+        self.started = time.time()
+        self.args = None
+        self.model = None
+        self.outcome = None
+        self.trace_file = None
+        self.load_error = False
+        self.mode = "bfs"
+        self.seed = None
 
 
-def check(args) -> int:
-    from .adapter import ClusterModel
-    from .engine.bfs import BreadthFirst, EngineLimit
-    from .engine.replay import Nondeterminism
+def _mode(args) -> str:
+    if args.replay:
+        return "replay"
+    if args.dfs is not None:
+        return "dfs"
+    return "simulate" if args.simulate else "bfs"
+
+
+def _load(args, run: Run, model_file: str):
     from .lang import check_binaries, load_model
-    from .report.tlc import TlcReporter
-
-    model = load_model(args.model_file, _defines(args.defines))
+    try:
+        model = load_model(model_file, _defines(args.defines))
+    except ModelError:
+        run.load_error = True
+        raise
+    run.model = model
     if not args.no_build:
         run_build(model)
     check_binaries(model)
     check_machine()
-    reporter = TlcReporter()
+    return model
+
+
+def check(args, run: Run) -> int:
+    from .adapter import ClusterModel
+    from .report.console import make_reporter
+
+    run.mode = _mode(args)
+    if args.replay:
+        from .report.trace import read_trace
+        trace = read_trace(args.replay)
+        model = _load(args, run, args.model_file or trace["model"])
+        return replay_trace(args, run, model, trace)
+    model = _load(args, run, args.model_file)
+    live_steps = DEFAULT_LIVE_STEPS if args.live_steps is None else args.live_steps
+    props = engine_properties(model)
+    if args.simulate:
+        run.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    reporter = make_reporter()
     workroot = tempfile.mkdtemp(prefix="cmc-")
     system_model = ClusterModel(cluster_spec(model, args), workroot)
     try:
-        reporter.start()
-        search = BreadthFirst(system_model, engine_properties(model), reporter,
-                              max_depth=args.max_depth, max_states=args.max_states)
-        try:
-            outcome = search.run()
-        except (Nondeterminism, EngineLimit) as e:
-            raise EngineError(str(e)) from None
-        reporter.finish(outcome)
+        reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
+        search = make_search(args, run, system_model, props, reporter, live_steps)
+        outcome = _engine(search.run)
+        run.outcome = outcome
+        bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
+        reporter.finish(outcome, live_steps, bound)
         if outcome.verdict == "ok":
             return EXIT_OK
         if outcome.trace:
-            path = args.trace_out or os.path.splitext(os.path.basename(model.path))[0] + ".trace.json"
-            write_trace(path, model, outcome)
-            reporter.say(f"The behavior was written to {path} (run it again with cmc --replay).")
+            from .report.trace import write_trace
+            stem = os.path.splitext(os.path.basename(model.path))[0]
+            path = args.trace_out or stem + ".trace.json"
+            try:
+                write_trace(path, model, outcome, run.mode, live_steps,
+                            args.channel_cap or DEFAULT_CHANNEL_CAP)
+            except OSError as err:
+                print(f"cmc: cannot write the trace {path}: {err.strerror or err}",
+                      file=sys.stderr)
+            else:
+                run.trace_file = path
+                reporter.say(f"The behavior was written to {path} (run it again with "
+                             f"cmc --replay {path}).")
         return EXIT_VIOLATION
+    finally:
+        reporter.close()
+        system_model.close_all()
+        shutil.rmtree(workroot, ignore_errors=True)
+
+
+def _engine(fn):
+    """Run an engine call; its own exceptions become EngineError (exit 3)."""
+    from .engine.model import EngineLimit
+    from .engine.replay import Nondeterminism
+    try:
+        return fn()
+    except (Nondeterminism, EngineLimit) as e:
+        raise EngineError(str(e)) from None
+
+
+def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
+    from .engine.bfs import BreadthFirst
+    from .engine.dfs import DepthFirst
+    from .engine.simulate import Simulation
+    common = dict(max_states=args.max_states, det=args.det, live_steps=live_steps)
+    if args.dfs is not None:
+        return DepthFirst(system_model, props, reporter, depth=args.dfs, **common)
+    if args.simulate:
+        return Simulation(system_model, props, reporter, seed=run.seed,
+                          walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)
+    return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth, **common)
+
+
+def replay_trace(args, run: Run, model, trace: dict) -> int:
+    """--replay: run the trace's actions from a fresh launch, show every state with
+    what each node did, and say whether the trace's property is still violated."""
+    from .adapter import ClusterModel
+    from .engine.model import Outcome, Stats
+    from .engine.replay import replay, violated_at_end
+    from .report.tlc import TlcReporter
+    from .report.trace import conflicts
+
+    refused = conflicts(trace, model, args.live_steps, args.channel_cap)
+    if refused:
+        raise UsageError(f"cmc: --replay {args.replay}: refused, the trace does not belong "
+                         "to this model: " + "; ".join(refused))
+    channel_cap = trace.get("channel_cap") or DEFAULT_CHANNEL_CAP
+    live_steps = trace.get("live_steps")
+    args.channel_cap = args.channel_cap or channel_cap
+    name = trace["property"]["name"]
+    prop = next(p for p in engine_properties(model) if p.name == name)
+    keys = trace["keys"]
+    reporter = TlcReporter()
+    workroot = tempfile.mkdtemp(prefix="cmc-")
+    system_model = ClusterModel(cluster_spec(model, args), workroot, recording=True)
+    try:
+        reporter.start(replay=True)
+        reporter.say(f"Replaying {args.replay}: {len(keys) + 1} states, from a behavior that "
+                     f"violated {prop.kind} {prop.name}.")
+
+        def run_it():
+            system, steps = replay(system_model, keys, None, collect=True,
+                                   observe=lambda s: s.drain())
+            try:
+                actions = system.actions()
+            finally:
+                system.close()
+            violated = violated_at_end(system_model, prop, keys, steps, actions,
+                                       trace.get("suffix_from"))
+            return steps, violated
+        steps, violated = _engine(run_it)
+        stats = Stats(generated=len(steps), distinct=len({s.fingerprint for s in steps}),
+                      depth=len(steps))
+        outcome = Outcome("violated" if violated else "ok", stats, prop, steps,
+                          suffix_from=trace.get("suffix_from"), loop_to=trace.get("loop_to"),
+                          why=trace.get("why"))
+        run.outcome = outcome
+        reporter.replayed(outcome, live_steps)
+        return EXIT_VIOLATION if violated else EXIT_OK
     finally:
         system_model.close_all()
         shutil.rmtree(workroot, ignore_errors=True)
@@ -157,33 +358,71 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
+def _json_path(argv) -> str | None:
+    """--json's value, found without argparse: a usage error is reported there too."""
+    for i, arg in enumerate(argv):
+        if arg == "--json" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--json="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _write_json(path: str, run: Run, status: int, error: str | None,
+                kind: str | None) -> None:
+    from .report import json as json_report
+    args = run.args
+    simulate = args is not None and args.simulate
+    live_steps = args.live_steps if args is not None else None
+    data = json_report.report(
+        mode=run.mode, exit_status=status, elapsed=time.time() - run.started, model=run.model,
+        outcome=run.outcome if error is None else None, error=error, error_kind=kind,
+        trace_file=run.trace_file, seed=run.seed,
+        walks=(args.walks or DEFAULT_WALKS) if simulate else None,
+        live_steps=DEFAULT_LIVE_STEPS if live_steps is None else live_steps)
+    try:
+        json_report.write(path, data)
+    except OSError as err:
+        print(f"cmc: cannot write the JSON report {path}: {err.strerror or err}",
+              file=sys.stderr)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _terminate)
     tlc = "--tlc-exit-codes" in argv
+    run = Run()
+    error = kind = None
     try:
-        status = check(parse_args(argv))
+        run.args = parse_args(argv)
+        status = check(run.args, run)
     except SystemExit as e:          # --help, --version
         return int(e.code or 0)
     except KeyboardInterrupt:
         sys.stdout.flush()
         print("cmc: interrupted; every node process and temporary directory was removed.",
               file=sys.stderr)
-        return 130
+        status, error, kind = EXIT_INTERRUPTED, "interrupted", "interrupted"
+    except UsageError as e:
+        print(f"{e}\n(cmc --help shows the options; docs/cmc.md explains them)",
+              file=sys.stderr)
+        status, error, kind = EXIT_MODEL, str(e), "usage"
     except ModelError as e:
         print(e.render(), file=sys.stderr)
-        status = EXIT_MODEL
+        status, error, kind = EXIT_MODEL, e.render(), "model"
     except CmcError as e:          # a finding about the target, or an engine limit
         print(f"Error: {e}")
         sys.stdout.flush()
-    except Exception:              # a bug in cmc itself: say so, with the traceback
-        import traceback
-        sys.stdout.flush()
-        print("cmc: internal error (this is a bug in cmc; please report it):", file=sys.stderr)
-        traceback.print_exc()
-        status = EXIT_TARGET
-        status = e.exit_status
-    return TLC_EXIT[status] if tlc else status
+        status, error = e.exit_status, str(e)
+        kind = {"TargetError": "target", "UnsupportedMachine": "machine"}.get(
+            type(e).__name__, "engine")
+    json_path = run.args.json if run.args is not None else _json_path(argv)
+    if json_path:
+        _write_json(json_path, run, status, error, kind)
+    if tlc:
+        prop = run.outcome.prop if run.outcome is not None and error is None else None
+        return tlc_status(status, prop.kind if prop else None, run.load_error)
+    return status
 
 
 if __name__ == "__main__":

@@ -3,11 +3,18 @@
 The engine sees a system only through `Model.fresh()` (a new instance at its
 initial world) and the `System` protocol below. It never prints: it calls a
 `Reporter`. It imports nothing else of cmc (test/test_layers.py checks this).
+
+Action keys are tuples whose first element names the kind of action: "DELIVER",
+"DROP", "DUP", "FIRE" or "CRASH". The engine relies on that much (the quiescence
+rule and the fair schedule of SPEC §3/§8 are stated in those terms) and on nothing
+else inside a key.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
+
+KINDS = ("invariant", "witness", "quiescent", "action", "eventually")
 
 
 class System(Protocol):
@@ -24,33 +31,55 @@ class Model(Protocol):
 
 @dataclass(frozen=True)
 class Property:
-    kind: str               # invariant | witness | quiescent | action | eventually
+    kind: str               # one of KINDS
     name: str
     check: Callable         # (view, next_view | None) -> bool
 
 
 @dataclass
 class Step:
-    """One state of a behavior: the action that led to it (None: initial) and the world."""
+    """One state of a behavior: the action that led to it (None: initial) and the world.
+    `output` is what an observer of a replay collected at that step (e.g. the calls
+    and output of each node), opaque to the engine."""
     label: str | None
     view: dict
     key: tuple | None = None
+    fingerprint: bytes | None = None
+    output: object = None
 
 
 @dataclass
 class Stats:
-    generated: int = 0
-    distinct: int = 0
-    queue: int = 0
-    depth: int = 0
+    generated: int = 0          # worlds generated, the initial one included (TLC's count)
+    distinct: int = 0           # distinct fingerprints
+    queue: int = 0              # worlds left on the queue (BFS) or stack (DFS)
+    depth: int = 0              # the initial world has depth 1
+    walks: int = 0              # simulation: walks finished
+    walk_lengths: list[int] = field(default_factory=list)   # simulation: states per walk
+    unexplored: int = 0         # worlds at the depth bound whose successors were not generated
 
 
 @dataclass
 class Outcome:
+    """The verdict of a search. On a violation, `trace` is the behavior (empty for a
+    witness that was never reached). For an `eventually` property the behavior is a
+    prefix followed by the fair schedule from state `suffix_from` (1-based); `loop_to`
+    is the state the fair schedule came back to (a lasso), and `why` says how the fair
+    schedule ended. A simulation also says which walk and seed found it."""
     verdict: str                      # "ok" | "violated"
     stats: Stats
     prop: Property | None = None
     trace: list[Step] = field(default_factory=list)
+    suffix_from: int | None = None
+    loop_to: int | None = None
+    why: str | None = None
+    walk: int | None = None
+    seed: int | None = None
+    bounded: bool = False             # some world at a depth bound was not expanded
+
+
+class EngineLimit(Exception):
+    """A cap was exceeded (e.g. --max-states): never a silent truncation."""
 
 
 class Reporter(Protocol):

@@ -4,8 +4,15 @@ A process cannot be restored from bytes, so a world is reached by launching
 every node again and applying the same actions. Every world on the way has a
 known fingerprint: a mismatch means the program (or cmc) is not deterministic,
 and that is reported with the step where the replay diverged (SPEC §3).
+
+`--det` goes further: every step the search takes is taken a second time from a
+fresh launch, and the two resulting worlds (fingerprint, action label and the
+world itself) must agree. That catches a program whose nondeterminism shows only
+in worlds the search never replays (at a depth bound, or along a simulation walk).
 """
 from __future__ import annotations
+
+import json
 
 from .model import Model, Step, System
 
@@ -13,32 +20,120 @@ from .model import Model, Step, System
 class Nondeterminism(Exception):
     """A replay reached a world whose fingerprint differs from the recorded one."""
 
-    def __init__(self, step: int, label: str | None):
+    def __init__(self, step: int, label: str | None, detail: str = "", det: bool = False):
         what = "the initial world" if step == 0 else f"step {step} ({label})"
-        super().__init__(f"nondeterminism: replaying the same actions gave a different world "
-                         f"at {what}; the program under check (or cmc) is not deterministic")
+        how = ("running the same step twice from a fresh launch (--det)" if det
+               else "replaying the same actions")
+        message = (f"nondeterminism: {how} gave a different world at {what}; the program "
+                   "under check (or cmc) is not deterministic")
+        if detail:
+            message += f": {detail}"
+        super().__init__(message)
         self.step = step
 
 
 def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
-           collect: bool = False) -> tuple[System, list[Step]]:
+           collect: bool = False, observe=None) -> tuple[System, list[Step]]:
     """Launch and apply `keys`; check fingerprints against `fps` (one per world,
     the initial one first; worlds past the end of `fps` are not checked). With
-    collect, also return the Step of every world."""
+    collect, also return the Step of every world, with `observe(system)` as its
+    output when an observer is given."""
     system = model.fresh()
     steps: list[Step] = []
     try:
-        if fps is not None and system.fingerprint() != fps[0]:
+        fp = system.fingerprint()
+        if fps is not None and fp != fps[0]:
             raise Nondeterminism(0, None)
         if collect:
-            steps.append(Step(None, system.view()))
+            steps.append(Step(None, system.view(), None, fp,
+                              observe(system) if observe else None))
         for i, key in enumerate(keys, 1):
             label = system.apply(key)
-            if fps is not None and i < len(fps) and system.fingerprint() != fps[i]:
+            if fps is not None and i < len(fps) or collect:
+                fp = system.fingerprint()
+            if fps is not None and i < len(fps) and fp != fps[i]:
                 raise Nondeterminism(i, label)
             if collect:
-                steps.append(Step(label, system.view(), key))
+                steps.append(Step(label, system.view(), key, fp,
+                                  observe(system) if observe else None))
     except BaseException:
         system.close()
         raise
     return system, steps
+
+
+def recheck(model: Model, keys: list[tuple], fps: list[bytes], key: tuple, label: str,
+            fp: bytes, view: dict) -> None:
+    """--det: take the step `key` from the world reached by `keys` once more, from a
+    fresh launch, and require the same label, fingerprint and world."""
+    system, _ = replay(model, keys, fps)
+    try:
+        label2 = system.apply(key)
+        fp2 = system.fingerprint()
+        view2 = system.view()
+    finally:
+        system.close()
+    step = len(keys) + 1
+    if label2 != label:
+        raise Nondeterminism(step, label, f"the action was {label2!r} the second time",
+                             det=True)
+    if fp2 != fp or view2 != view:
+        raise Nondeterminism(step, label, difference(view, view2), det=True)
+
+
+def difference(a: dict, b: dict) -> str:
+    """The first part of two worlds that differs, for a person to read."""
+    names = a.get("node_names") or []
+    for part in ("node", "durable", "alive", "crashes"):
+        for i, (x, y) in enumerate(zip(a.get(part) or [], b.get(part) or [])):
+            if x != y:
+                who = names[i] if i < len(names) else str(i)
+                return f"{part}[{who}] was {_shown(x)}, then {_shown(y)}"
+    for part in ("replies", "network"):
+        if a.get(part) != b.get(part):
+            return f"{part} was {_shown(a.get(part))}, then {_shown(b.get(part))}"
+    return "the fingerprints differ (a part of the world not shown in the trace)"
+
+
+def _shown(value) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def quiescent_at(model: Model, keys: list[tuple], fps: list[bytes] | None,
+                 actions: list) -> bool:
+    """SPEC §8: no DELIVER is enabled and every enabled FIRE leads back to the same
+    world. `actions` are the world's enabled actions; each FIRE is tried from a
+    fresh replay of `keys`."""
+    if any(a.key[0] == "DELIVER" for a in actions):
+        return False
+    for action in actions:
+        if action.key[0] != "FIRE":
+            continue
+        system, _ = replay(model, keys, fps)
+        try:
+            before = system.fingerprint()
+            system.apply(action.key)
+            after = system.fingerprint()
+        finally:
+            system.close()
+        if after != before:
+            return False
+    return True
+
+
+def violated_at_end(model: Model, prop, keys: list[tuple], steps: list[Step], actions: list,
+                    suffix_from: int | None = None) -> bool:
+    """Whether a replayed behavior (`steps`, reached by `keys`, with `actions` enabled
+    at its last world) still violates `prop` the way a search reported it."""
+    last = steps[-1].view
+    if prop.kind == "invariant":
+        return not prop.check(last, None)
+    if prop.kind == "action":
+        return len(steps) > 1 and not prop.check(steps[-2].view, last)
+    if prop.kind == "quiescent":
+        return not prop.check(last, None) and quiescent_at(model, keys, None, actions)
+    if prop.kind == "eventually":
+        start = max((suffix_from or 1) - 1, 0)
+        return not any(prop.check(step.view, None) for step in steps[start:])
+    return not any(prop.check(step.view, None) for step in steps)     # witness

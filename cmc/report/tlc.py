@@ -62,14 +62,64 @@ def render_world(view: dict) -> list[str]:
     ]
 
 
-def render_trace(trace: list[Step]) -> list[str]:
+def render_output(output: dict) -> list[str]:
+    """What each node did during a step of a replay: its emulated calls, then the
+    lines it printed, each line prefixed with the node's name."""
+    lines = []
+    for node, got in output.items():
+        lines += [f"    {node}: {call}" for call in got.get("calls", [])]
+        for stream in ("stdout", "stderr"):
+            lines += [f"    {node} {stream}: {text}" for text in got.get(stream, "").splitlines()]
+    return lines
+
+
+def render_trace(trace: list[Step], loop_to: int | None = None) -> list[str]:
     lines = []
     for i, step in enumerate(trace, 1):
         label = "<Initial predicate>" if step.label is None else f"<{step.label}>"
         lines.append(f"State {i}: {label}")
+        if isinstance(step.output, dict):
+            lines += render_output(step.output)
         lines += render_world(step.view)
         lines.append("")
+    if loop_to is not None:
+        lines.append(f"State {len(trace) + 1}: Back to state {loop_to}")
+        lines.append("")
     return lines
+
+
+def collision_probability(stats: Stats) -> float:
+    """TLC's optimistic estimate, for cmc's 128-bit fingerprints (SPEC §6)."""
+    return stats.distinct * max(stats.generated - stats.distinct, 0) / 2.0**128
+
+
+def violation_lines(outcome: Outcome, live_steps: int | None = None) -> list[str]:
+    """The error line, the behavior and, for `eventually`, how the fair schedule ended."""
+    prop = outcome.prop
+    lines = [KIND_WORDING[prop.kind].format(prop.name)]
+    if not outcome.trace:
+        return lines
+    if prop.kind == "eventually":
+        lines.append("Error: The following behavior constitutes a counter-example:")
+    else:
+        lines.append("Error: The behavior up to this point is:")
+    lines += render_trace(outcome.trace, outcome.loop_to)
+    if prop.kind == "eventually" and outcome.suffix_from is not None:
+        lines.append(fair_ending(outcome, live_steps))
+    return lines
+
+
+def fair_ending(outcome: Outcome, live_steps: int | None) -> str:
+    start, name = outcome.suffix_from, outcome.prop.name
+    head = f"From state {start} on, the fair fault-free schedule runs"
+    if outcome.why == "stopped":
+        return (f"{head} until state {len(outcome.trace)}, where no DELIVER or FIRE is "
+                f"enabled, and {name} never became true.")
+    if outcome.why == "looped":
+        return (f"{head} back to state {outcome.loop_to} without {name} becoming true: "
+                "it would go round forever.")
+    steps = f"{live_steps} steps (--live-steps)" if live_steps is not None else "--live-steps steps"
+    return f"{head} {steps} without {name} becoming true."
 
 
 class TlcReporter:
@@ -80,14 +130,23 @@ class TlcReporter:
         self.every = every
         self.started = time.time()
         self.last = self.started
+        self.simulation = False
+        self.seed: int | None = None
 
     def say(self, line: str = "") -> None:
         self.out.write(line + "\n")
         self.out.flush()
 
-    def start(self) -> None:
+    def start(self, seed: int | None = None, walks: int | None = None,
+              replay: bool = False) -> None:
         self.say(f"Starting... ({stamp(self.started)})")
-        self.say("Computing initial states...")
+        if seed is not None:
+            self.simulation = True
+            self.seed = seed
+            self.say(f"Running Random Simulation with seed {seed} ({walks} walk"
+                     f"{'s' if walks != 1 else ''}).")
+        if not replay:
+            self.say("Computing initial states...")
 
     def initial(self, stats: Stats) -> None:
         self.say(f"Finished computing initial states: {stats.distinct} distinct state"
@@ -98,30 +157,71 @@ class TlcReporter:
         if not force and now - self.last < self.every:
             return
         self.last = now
+        if self.simulation:
+            self.say(simulation_progress(stats))
+            return
         minutes = max((now - self.started) / 60, 1e-9)
         self.say(f"Progress({stats.depth}) at {stamp(now)}: {stats.generated} states generated "
                  f"({int(stats.generated / minutes)} s/min), {stats.distinct} distinct states found "
                  f"({int(stats.distinct / minutes)} ds/min), {stats.queue} states left on queue.")
 
-    def finish(self, outcome: Outcome) -> None:
+    def finish(self, outcome: Outcome, live_steps: int | None = None,
+               bound: str | None = None) -> None:
+        """The verdict and the statistics. `bound` names the option that bounded the
+        depth (e.g. "--max-depth 4"), to say so when it cut the search short."""
         st = outcome.stats
         if outcome.verdict == "ok":
-            self.say("Model checking completed. No error has been found.")
-            collision = st.distinct * max(st.generated - st.distinct, 0) / 2.0**128
-            self.say("  Estimates of the probability that TLC did not check all reachable states")
-            self.say("  because two distinct states had the same fingerprint:")
-            self.say(f"  calculated (optimistic):  val = {collision:.1E}")
+            if self.simulation:
+                self.say(f"Simulation completed: {st.walks} walk{'s' if st.walks != 1 else ''}"
+                         ", no error has been found.")
+            else:
+                self.say("Model checking completed. No error has been found.")
+                if outcome.bounded:
+                    self.say(f"  The search was bounded at depth {st.depth} ({bound}): "
+                             f"{st.unexplored} state{'s' if st.unexplored != 1 else ''} at "
+                             "that depth were not expanded.")
+                self.say("  Estimates of the probability that TLC did not check all reachable states")
+                self.say("  because two distinct states had the same fingerprint:")
+                self.say(f"  calculated (optimistic):  val = {collision_probability(st):.1E}")
         else:
-            self.say(KIND_WORDING[outcome.prop.kind].format(outcome.prop.name))
-            if outcome.trace:
-                self.say("Error: The behavior up to this point is:")
-                for line in render_trace(outcome.trace):
-                    self.say(line)
+            for line in violation_lines(outcome, live_steps):
+                self.say(line)
+            if outcome.walk is not None:
+                self.say(f"The behavior was found by walk {outcome.walk} (seed {outcome.seed}); "
+                         f"run it alone with --simulate --seed {outcome.seed} --walks 1.")
+        if self.simulation:
+            self.say(f"The number of states generated: {st.generated}")
+            self.say(f"Simulation using seed {self.seed} and aril 0")
+            self.say(simulation_progress(st))
         self.say(f"{st.generated} states generated, {st.distinct} distinct states found, "
                  f"{st.queue} states left on queue.")
         self.say(f"The depth of the complete state graph search is {st.depth}.")
         self.end()
 
+    def replayed(self, outcome: Outcome, live_steps: int | None) -> None:
+        """--replay: the behavior, with each step's calls and output, and whether the
+        trace's property is still violated at its end."""
+        if outcome.verdict == "violated":
+            for line in violation_lines(outcome, live_steps):
+                self.say(line)
+        else:
+            prop = outcome.prop
+            self.say(f"The behavior no longer violates {prop.kind} {prop.name}:")
+            for line in render_trace(outcome.trace, outcome.loop_to):
+                self.say(line)
+        self.end()
+
+    def close(self) -> None:
+        """Stop any live display (a run that ends in an error calls only this)."""
+
     def end(self) -> None:
         now = time.time()
         self.say(f"Finished in {duration(now - self.started)} at ({stamp(now)})")
+
+
+def simulation_progress(stats: Stats) -> str:
+    lengths = stats.walk_lengths or [0]
+    mean = sum(lengths) / len(lengths)
+    var = sum((x - mean) ** 2 for x in lengths) / len(lengths)
+    return (f"Progress: {stats.generated} states checked, {stats.walks} traces generated "
+            f"(trace length: mean={round(mean)}, var(x)={round(var)}, sd={round(var ** 0.5)})")

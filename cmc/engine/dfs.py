@@ -1,0 +1,156 @@
+"""Depth-first search to a depth bound (`--dfs D`).
+
+Every world within D states of the initial one (the initial world has depth 1)
+is visited and checked like in breadth-first search, but deep behaviors are
+reached early and the frontier is a stack, not a level of the graph. A world
+found again by a shorter path is expanded again from there, so that the bound
+cuts off exactly the worlds farther than D from the initial one. The
+counterexample is the path the search took, not necessarily a shortest one.
+
+The children of a world are generated with its actions in reverse order: the
+last system used is then at the child of the first action, which is the next
+world the search expands, so that child needs no replay.
+"""
+from __future__ import annotations
+
+import time
+
+from .model import Outcome
+from .replay import replay
+from .search import Search
+
+PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
+                        # the plain reporter prints one line a minute
+
+
+class DepthFirst(Search):
+    def __init__(self, *args, depth: int, **kwargs):
+        super().__init__(*args, max_depth=depth, **kwargs)
+        self.cut: set[bytes] = set()    # worlds at the bound, not expanded (yet)
+
+    def run(self) -> Outcome:
+        system = self.model.fresh()
+        try:
+            fp0 = system.fingerprint()
+            view0 = system.view()
+        except BaseException:
+            system.close()
+            raise
+        self.stats.generated = 1
+        self.found(fp0, None, None, 1)
+        self.reporter.initial(self.stats)
+        bad = self.check_state(fp0, view0)
+        if bad:
+            system.close()
+            return self.violation(bad, fp0)
+        stack = [fp0]
+        held = (fp0, system)
+        last_progress = time.monotonic()
+        try:
+            while stack:
+                fp = stack.pop()
+                system = None
+                if held is not None:
+                    if held[0] == fp:
+                        system = held[1]
+                    else:
+                        held[1].close()
+                    held = None
+                outcome, held = self.expand(fp, system, stack)
+                if outcome is not None:
+                    self.stats.queue = len(stack)
+                    return outcome
+                now = time.monotonic()
+                if now - last_progress >= PROGRESS_EVERY:
+                    last_progress = now
+                    self.stats.queue = len(stack)
+                    self.reporter.progress(self.stats)
+        finally:
+            if held is not None:
+                held[1].close()
+        self.stats.queue = 0
+        outcome = self.final_checks()
+        if outcome is not None:
+            return outcome
+        return Outcome("ok", self.stats, bounded=self.stats.unexplored > 0)
+
+    def expand(self, fp: bytes, system, stack: list):
+        """Generate the children of `fp`; returns (outcome or None, the system left
+        at the child pushed last, or None)."""
+        depth = self.parent[fp][2]
+        if depth >= self.max_depth:
+            if system is not None:
+                system.close()
+            self.cut.add(fp)
+            self.stats.unexplored = len(self.cut)
+            return None, None
+        self.cut.discard(fp)            # found again closer to the initial world
+        self.stats.unexplored = len(self.cut)
+        keys, fps = self.path(fp)
+        if system is None:
+            system, _ = replay(self.model, keys, fps)
+        try:
+            view = system.view()
+            actions = system.actions()
+        except BaseException:
+            system.close()
+            raise
+        if not actions:
+            system.close()
+        action_keys = [a.key for a in actions]
+        fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
+        busy = False
+        left = None
+        for n, action in enumerate(reversed(actions)):
+            if n > 0:
+                system, _ = replay(self.model, keys, fps)
+            last = n == len(actions) - 1
+            label, fp2, view2, kept = self._step(system, keys, fps, action.key, keep=last)
+            if action.key == fair_key:
+                self.live.edge(fp, action_keys, action.key, fp2)
+            if action.key[0] == "DELIVER" or (action.key[0] == "FIRE" and fp2 != fp):
+                busy = True
+            bad = self.check_transition(view, view2)
+            if bad:
+                if kept is not None:
+                    kept.close()
+                return self.violation(bad, fp, action.key), None
+            known = self.parent.get(fp2)
+            if known is None or known[2] > depth + 1:
+                if known is None:
+                    self.found(fp2, fp, action.key, depth + 1)
+                    bad = self.check_state(fp2, view2)
+                    if bad:
+                        if kept is not None:
+                            kept.close()
+                        return self.violation(bad, fp2), None
+                else:
+                    self.parent[fp2] = (fp, action.key, depth + 1)
+                stack.append(fp2)
+                if kept is not None:
+                    left = (fp2, kept)
+            elif kept is not None:
+                kept.close()
+        if not busy:
+            bad = self.check_quiescent(view)
+            if bad:
+                if left is not None:
+                    left[1].close()
+                return self.violation(bad, fp), None
+        return None, left
+
+    def _step(self, system, keys, fps, key, keep: bool):
+        """Like Search.step, but the system of the last child may be kept open for
+        the next expansion (not under --det, whose second run replaces it)."""
+        if not keep or self.det:
+            label, fp2, view2 = self.step(system, keys, fps, key)
+            return label, fp2, view2, None
+        try:
+            label = system.apply(key)
+            fp2 = system.fingerprint()
+            view2 = system.view()
+        except BaseException:
+            system.close()
+            raise
+        self.stats.generated += 1
+        return label, fp2, view2, system

@@ -1,0 +1,145 @@
+"""What every search strategy shares: the properties sorted by when they are
+checked, the visited map, traces, and the checks made at the end of a search.
+
+When each kind of property is checked (SPEC §4, §8):
+
+- invariant, witness: on every world when it is first generated, in declaration
+  order (a witness is only noted as reached);
+- action: on every transition, also into a world already seen;
+- quiescent: when a world is expanded and turns out to be quiescent (no DELIVER
+  enabled, and every enabled FIRE leads back to the same world);
+- eventually: once the safety search is over, from every world in the order it
+  was found (TLC, too, checks liveness after the state graph is built); a
+  witness never reached is reported before that.
+"""
+from __future__ import annotations
+
+from .liveness import LOOPED, FairWalker, LiveFailure
+from .model import EngineLimit, Model, Outcome, Property, Reporter, Stats, Step
+from .replay import recheck, replay
+
+DEFAULT_LIVE_STEPS = 100
+
+
+class Search:
+    def __init__(self, model: Model, properties: list[Property], reporter: Reporter,
+                 max_depth: int | None = None, max_states: int | None = None,
+                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS):
+        self.model = model
+        self.props = list(properties)
+        self.reporter = reporter
+        self.max_depth = max_depth
+        self.max_states = max_states
+        self.det = det
+        self.state_props = [p for p in self.props if p.kind in ("invariant", "witness")]
+        self.transition_props = [p for p in self.props if p.kind == "action"]
+        self.quiescent_props = [p for p in self.props if p.kind == "quiescent"]
+        self.live = FairWalker([p for p in self.props if p.kind == "eventually"], live_steps)
+        self.witnessed: set[str] = set()
+        # fingerprint -> (parent fingerprint, action key from it, depth); insertion order
+        # is the order in which worlds were found.
+        self.parent: dict[bytes, tuple[bytes | None, tuple | None, int]] = {}
+        self.stats = Stats()
+
+    # -- the visited map -------------------------------------------------------------
+    def path(self, fp: bytes) -> tuple[list[tuple], list[bytes]]:
+        """The action keys from the initial world to `fp`, and the fingerprint of
+        every world on the way (the initial one first)."""
+        keys, fps = [], [fp]
+        while True:
+            parent, key, _ = self.parent[fp]
+            if parent is None:
+                break
+            keys.append(key)
+            fps.append(parent)
+            fp = parent
+        return keys[::-1], fps[::-1]
+
+    def found(self, fp: bytes, parent: bytes | None, key: tuple | None, depth: int) -> None:
+        """A new distinct world."""
+        self.parent[fp] = (parent, key, depth)
+        self.stats.distinct += 1
+        self.stats.depth = max(self.stats.depth, depth)
+        if self.max_states is not None and self.stats.distinct > self.max_states:
+            raise EngineLimit(f"state cap exceeded: more than {self.max_states} distinct "
+                              "states (--max-states); raise the cap or lower the budgets")
+
+    # -- checks ------------------------------------------------------------------------
+    def check_state(self, fp: bytes, view: dict) -> Property | None:
+        """Invariants and witnesses of a newly found world; the first violated."""
+        for p in self.state_props:
+            if p.kind == "invariant":
+                if not p.check(view, None):
+                    return p
+            elif p.name not in self.witnessed and p.check(view, None):
+                self.witnessed.add(p.name)
+        self.live.see(fp, view)
+        return None
+
+    def check_transition(self, view: dict, view2: dict) -> Property | None:
+        for p in self.transition_props:
+            if not p.check(view, view2):
+                return p
+        return None
+
+    def check_quiescent(self, view: dict) -> Property | None:
+        for p in self.quiescent_props:
+            if not p.check(view, None):
+                return p
+        return None
+
+    def step(self, system, keys: list[tuple], fps: list[bytes], key: tuple):
+        """Apply `key` to `system` (at the world reached by `keys`) and close it;
+        under --det take the same step again from a fresh launch. Returns
+        (label, fingerprint, view) of the world after the step."""
+        try:
+            label = system.apply(key)
+            fp2 = system.fingerprint()
+            view2 = system.view()
+        finally:
+            system.close()
+        self.stats.generated += 1
+        if self.det:
+            recheck(self.model, keys, fps, key, label, fp2, view2)
+        return label, fp2, view2
+
+    # -- outcomes ----------------------------------------------------------------------
+    def trace(self, keys: list[tuple], fps: list[bytes] | None) -> list[Step]:
+        system, steps = replay(self.model, keys, fps, collect=True)
+        system.close()
+        return steps
+
+    def violation(self, prop: Property, fp: bytes, extra: tuple | None = None) -> Outcome:
+        """`prop` is violated at world `fp` (or on the step `extra` from it)."""
+        keys, fps = self.path(fp)
+        if extra is not None:
+            keys.append(extra)
+        return Outcome("violated", self.stats, prop, self.trace(keys, fps))
+
+    def live_violation(self, keys: list[tuple], fps: list[bytes],
+                       failure: LiveFailure) -> Outcome:
+        """The shortest known prefix to a world, then the fair schedule from it."""
+        suffix_keys, suffix_fps = list(failure.keys), list(failure.fps)
+        loop_to = None
+        if failure.why == LOOPED:
+            suffix_keys.pop()          # shown as "Back to state N", not as a state
+            suffix_fps.pop()
+            loop_to = len(keys) + 1 + failure.loop_to
+        steps = self.trace(keys + suffix_keys, fps + suffix_fps)
+        return Outcome("violated", self.stats, failure.prop, steps,
+                       suffix_from=len(keys) + 1, loop_to=loop_to, why=failure.why)
+
+    def final_checks(self) -> Outcome | None:
+        """After the safety search: witnesses never reached, then `eventually` from
+        every world in the order found."""
+        for p in self.state_props:
+            if p.kind == "witness" and p.name not in self.witnessed:
+                return Outcome("violated", self.stats, p, [])
+        if not self.live.props:
+            return None
+        for fp in list(self.parent):
+            keys, fps = self.path(fp)
+            failure = self.live.check(fp, lambda k=keys, f=fps: replay(self.model, k, f)[0])
+            if failure is not None:
+                return self.live_violation(keys, fps, failure)
+        return None

@@ -1,0 +1,111 @@
+"""`--json REPORT.json`: the verdict for machines (schema in docs/cmc.md).
+
+Written for every run that got as far as reading its arguments, including runs
+that end in an error, so that a CI job can always read one file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from .. import __version__
+from .tlc import KIND_WORDING, collision_probability
+
+SCHEMA_VERSION = 1
+
+_ERROR_KINDS = {2: "model", 3: "engine", 4: "machine", 130: "interrupted"}
+
+
+def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=None,
+           error: str | None = None, error_kind: str | None = None,
+           trace_file: str | None = None, seed: int | None = None,
+           walks: int | None = None, live_steps: int | None = None) -> dict:
+    """The report as plain data. `outcome` is the engine's Outcome (None when the
+    run ended in an error before a verdict)."""
+    data = {
+        "cmc_report": SCHEMA_VERSION,
+        "cmc_version": __version__,
+        "model": getattr(model, "path", None),
+        "params": dict(getattr(model, "params", {}) or {}),
+        "mode": mode,
+        "verdict": "error",
+        "exit_status": exit_status,
+        "message": error,
+        "property": None,
+        "error": None,
+        "counts": None,
+        "depth": None,
+        "bounded": False,
+        "collision_probability": None,
+        "simulation": None,
+        "trace": [],
+        "fair_suffix_from": None,
+        "back_to_state": None,
+        "fair_ending": None,
+        "live_steps": live_steps,
+        "trace_file": trace_file,
+        "elapsed_seconds": round(elapsed, 3),
+    }
+    if seed is not None:
+        data["simulation"] = {"seed": seed, "walks": walks, "failing_walk": None,
+                              "failing_walk_seed": None}
+    if outcome is None:
+        data["error"] = {"kind": error_kind or _ERROR_KINDS.get(exit_status, "engine"),
+                         "message": error}
+        return data
+    st = outcome.stats
+    data["verdict"] = outcome.verdict
+    data["counts"] = {"generated": st.generated, "distinct": st.distinct,
+                      "left_on_queue": st.queue}
+    data["depth"] = st.depth
+    data["bounded"] = outcome.bounded
+    if outcome.verdict == "ok":
+        data["message"] = "No error has been found."
+        data["collision_probability"] = collision_probability(st)
+    else:
+        prop = outcome.prop
+        data["property"] = {"kind": prop.kind, "name": prop.name}
+        data["message"] = KIND_WORDING[prop.kind].format(prop.name)
+        data["trace"] = [{"state": i, "action": step.label, "key": _jsonable(step.key),
+                          "world": _world(step.view)}
+                         for i, step in enumerate(outcome.trace, 1)]
+        data["fair_suffix_from"] = outcome.suffix_from
+        data["back_to_state"] = outcome.loop_to
+        data["fair_ending"] = outcome.why
+    if data["simulation"] is not None:
+        data["simulation"]["walks_done"] = st.walks
+        data["simulation"]["failing_walk"] = outcome.walk
+        data["simulation"]["failing_walk_seed"] = outcome.seed
+    return data
+
+
+def _world(view: dict) -> dict:
+    names = view.get("node_names") or []
+    out = {"nodes": list(names)}
+    for part in ("node", "volatile", "durable", "alive", "crashes", "network", "replies"):
+        out[part] = view.get(part)
+    return out
+
+
+def _jsonable(key):
+    if key is None:
+        return None
+    return [_jsonable(k) if isinstance(k, (tuple, list)) else k for k in key]
+
+
+def write(path: str, data: dict) -> None:
+    """Write atomically: a reader never sees half a report."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".cmc-report-", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,226 @@
+"""Issue 4: the command line, TLC's wording, exit statuses (cmc's and TLC's), the JSON
+report, and docs/errors.md checked against the code."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+import signal
+
+import pytest
+
+from conftest import PROGS, ROOT, TEST_MODELS, run_cmc
+
+DROP = "budget drop 1\n"
+
+
+def counter(tmp_path, extra: str = ""):
+    path = tmp_path / "counter.model"
+    path.write_text((TEST_MODELS / "counter.model").read_text() + extra)
+    return path
+
+
+def cmc(tmp_path, model, *args):
+    return run_cmc("--model-file", model, "-D", f"bin={PROGS}/counter", *args, cwd=tmp_path)
+
+
+# -- TLC's wording ---------------------------------------------------------------------------
+
+def test_statistics_in_tlc_wording(tmp_path):
+    r = cmc(tmp_path, counter(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert re.fullmatch(r"Starting\.\.\. \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lines[0])
+    assert lines[1] == "Computing initial states..."
+    assert re.fullmatch(r"Finished computing initial states: 1 distinct state generated at "
+                        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.", lines[2])
+    # 9 distinct states, 13 generated: 9 * (13 - 9) / 2^128 = 1.06e-37
+    assert lines[3:9] == [
+        "Model checking completed. No error has been found.",
+        "  Estimates of the probability that TLC did not check all reachable states",
+        "  because two distinct states had the same fingerprint:",
+        "  calculated (optimistic):  val = 1.1E-37",
+        "13 states generated, 9 distinct states found, 0 states left on queue.",
+        "The depth of the complete state graph search is 5.",
+    ]
+    assert re.fullmatch(r"Finished in \d\ds at \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lines[9])
+    assert len(lines) == 10 and r.stderr == ""
+
+
+def test_help_and_version():
+    r = run_cmc("--help")
+    assert r.returncode == 0 and "--live-steps K" in r.stdout
+    r = run_cmc("--version")
+    assert r.returncode == 0 and r.stdout.startswith("cmc ")
+
+
+# -- errors: located, exit 2, never a traceback ------------------------------------------------
+
+def test_syntax_error_is_located(tmp_path):
+    model = tmp_path / "bad.model"
+    model.write_text('node n = "/bin/cat"\ninvariant p: 1 < 2 < 3\n')
+    r = run_cmc("--model-file", model, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr == (f"{model}:2:20: unexpected '<'; expected an operator or the end of "
+                        "the line (comparisons do not chain: write a < b and b < c)\n"
+                        "    invariant p: 1 < 2 < 3\n"
+                        "                       ^\n")
+    assert r.stdout == ""
+    r = run_cmc("--model-file", model, "--tlc-exit-codes", cwd=tmp_path)
+    assert r.returncode == 150
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "cmc: the following arguments are required: --model-file"),
+    (["--dfs", "3", "--simulate"], "cmc: --dfs and --simulate are two different searches"),
+    (["--seed", "4"], "cmc: --seed and --walks go with --simulate"),
+    (["--live-steps", "-1"], "cmc: argument --live-steps: must be at least 0, got -1"),
+    (["--frobnicate"], "cmc: unrecognized arguments: --frobnicate"),
+])
+def test_usage_errors(tmp_path, args, message):
+    model = [] if not args else ["--model-file", counter(tmp_path)]
+    r = run_cmc(*model, *args, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith(message), r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_cmc(*model, *args, "--tlc-exit-codes", cwd=tmp_path)
+    assert r.returncode == 151
+
+
+def test_missing_binary_is_a_model_error_after_loading(tmp_path):
+    model = tmp_path / "m.model"
+    model.write_text('node n = "./nowhere 1 2"\n')
+    r = run_cmc("--model-file", model, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"{model}:1:10: node n: binary not found: {tmp_path}/nowhere")
+    assert run_cmc("--model-file", model, "--tlc-exit-codes", cwd=tmp_path).returncode == 151
+
+
+# -- exit statuses, cmc's and TLC's --------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, status, tlc", [
+    ("", 0, 0),
+    ("invariant p: node[0].count < 2\n", 1, 12),
+    (DROP + "quiescent p: node[0].count == 2\n", 1, 12),
+    ("action p: node'[0].count == node[0].count\n", 1, 13),
+    (DROP + "eventually p: node[0].count == 2\n", 1, 13),
+    ("witness p: node[0].count == 3\n", 1, 255),
+])
+def test_exit_statuses(tmp_path, extra, status, tlc):
+    model = counter(tmp_path, extra)
+    assert cmc(tmp_path, model).returncode == status
+    assert cmc(tmp_path, model, "--tlc-exit-codes").returncode == tlc
+
+
+def test_engine_error_exit_statuses(tmp_path):
+    model = counter(tmp_path)
+    assert cmc(tmp_path, model, "--max-states", "2").returncode == 3
+    assert cmc(tmp_path, model, "--max-states", "2", "--tlc-exit-codes").returncode == 255
+
+
+# -- the JSON report -------------------------------------------------------------------------
+
+def report(tmp_path, *args, model=None):
+    path = tmp_path / "report.json"
+    r = cmc(tmp_path, model or counter(tmp_path), "--json", path, *args)
+    return r, json.loads(path.read_text())
+
+
+def test_json_report_when_every_property_holds(tmp_path):
+    r, data = report(tmp_path)
+    assert r.returncode == 0
+    assert data["cmc_report"] == 1 and data["mode"] == "bfs"
+    assert data["verdict"] == "ok" and data["exit_status"] == 0
+    assert data["counts"] == {"generated": 13, "distinct": 9, "left_on_queue": 0}
+    assert data["depth"] == 5 and data["bounded"] is False
+    assert data["property"] is None and data["error"] is None and data["trace"] == []
+    assert data["collision_probability"] == pytest.approx(9 * 4 / 2**128)
+    assert data["model"] == str(tmp_path / "counter.model")
+    assert data["params"] == {"bin": f"{PROGS}/counter", "flags": ""}
+
+
+def test_json_report_of_a_violation(tmp_path):
+    model = counter(tmp_path, DROP + "eventually all_counted: node[0].count == 2\n")
+    r, data = report(tmp_path, "--trace-out", "t.json", model=model)
+    assert r.returncode == 1
+    assert data["verdict"] == "violated" and data["exit_status"] == 1
+    assert data["property"] == {"kind": "eventually", "name": "all_counted"}
+    assert data["message"] == "Error: Temporal property all_counted was violated."
+    assert [s["action"] for s in data["trace"]] == [
+        None, "DROP a -> counter", "DELIVER b -> counter CONNECT",
+        'DELIVER b -> counter "y\\n"']
+    assert data["trace"][1]["key"][0] == "DROP"
+    world = data["trace"][-1]["world"]
+    assert world["nodes"] == ["counter"] and world["node"] == [{"count": 1}]
+    assert world["network"] == [] and world["replies"] == []
+    assert data["fair_suffix_from"] == 2 and data["fair_ending"] == "stopped"
+    assert data["trace_file"] == "t.json"
+
+
+def test_json_report_of_a_simulation(tmp_path):
+    r, data = report(tmp_path, "--simulate", "--seed", "3", "--walks", "2")
+    assert r.returncode == 0
+    assert data["mode"] == "simulate"
+    assert data["simulation"] == {"seed": 3, "walks": 2, "walks_done": 2,
+                                  "failing_walk": None, "failing_walk_seed": None}
+
+
+@pytest.mark.parametrize("args, status, kind, message", [
+    (["--max-states", "2"], 3, "engine", "state cap exceeded"),
+    (["-D", "nope=1"], 2, "model", "-D nope: the model has no param nope"),
+    (["--dfs", "0"], 2, "usage", "cmc: argument --dfs: must be at least 1, got 0"),
+])
+def test_json_report_of_an_error(tmp_path, args, status, kind, message):
+    r, data = report(tmp_path, *args)
+    assert r.returncode == status
+    assert data["verdict"] == "error" and data["exit_status"] == status
+    assert data["error"]["kind"] == kind and message in data["error"]["message"]
+    assert data["counts"] is None
+
+
+# -- docs/errors.md: every example gives its message --------------------------------------------
+
+CODE = re.compile(r"`([^`]+)`")
+
+
+def documented_errors():
+    """(exit, message, model text, argv) for every row of docs/errors.md whose example is
+    runnable (a model in a code span, lines joined by ⏎; optionally a command)."""
+    rows = []
+    in_examples = False
+    for line in (ROOT / "docs" / "errors.md").read_text().splitlines():
+        if line.startswith("| exit |"):
+            in_examples = line.rstrip().endswith("| example |")
+            continue
+        if not (in_examples and re.match(r"\| \d+ \|", line)):
+            continue
+        status, message, example = (cell.strip() for cell in line.strip(" |").split(" | "))
+        spans = CODE.findall(example)
+        if not spans:
+            continue
+        model, command = spans[0], (spans[1] if len(spans) > 1 else "cmc --model-file m.model")
+        text = "\n".join(model.split(" ⏎ ")).replace('"test/progs/', f'"{ROOT}/test/progs/')
+        rows.append((int(status), CODE.findall(message)[0], text + "\n",
+                     shlex.split(command)[1:]))
+    return rows
+
+
+def test_every_documented_error(tmp_path, monkeypatch):
+    from cmc.cli import main
+    rows = documented_errors()
+    assert len(rows) > 70
+    monkeypatch.chdir(tmp_path)
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        for status, message, text, argv in rows:
+            (tmp_path / "m.model").write_text(text)
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                got = main(argv)
+            printed = err.getvalue() + out.getvalue()
+            assert (got, message in printed) == (status, True), (text, argv, printed)
+            assert "Traceback" not in printed
+    finally:
+        signal.signal(signal.SIGTERM, handler)
