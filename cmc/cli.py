@@ -70,7 +70,8 @@ def parse_args(argv):
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="name=value",
                    help="override a param of the model file")
     p.add_argument("--workers", type=_count(1), default=1, metavar="N",
-                   help="accepted; this version searches with one worker")
+                   help="breadth-first search with N replay worker processes (same counts "
+                   "and counterexample as one)")
     p.add_argument("--max-depth", type=_count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
@@ -295,6 +296,19 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     from .engine.dfs import DepthFirst
     from .engine.simulate import Simulation
     common = dict(max_states=args.max_states, det=args.det, live_steps=live_steps)
+    if args.workers > 1 and (args.dfs is not None or args.simulate):
+        raise UsageError("cmc: --workers applies to breadth-first search only "
+                         "(not with --dfs or --simulate)")
+    if args.workers > 1:
+        from .adapter import ClusterModel
+        from .engine.parallel import ParallelBreadthFirst
+        spec, root = system_model.spec, system_model.workroot
+
+        def worker_model(index: int):
+            return ClusterModel(spec, os.path.join(root, f"worker{index}"))
+        return ParallelBreadthFirst(system_model, props, reporter, workers=args.workers,
+                                    worker_model=worker_model, max_depth=args.max_depth,
+                                    **common)
     if args.dfs is not None:
         return DepthFirst(system_model, props, reporter, depth=args.dfs, **common)
     if args.simulate:

@@ -108,7 +108,7 @@ class DepthFirst(Search):
             label, fp2, view2, kept = self._step(system, keys, fps, action.key, keep=last)
             if action.key == fair_key:
                 self.live.edge(fp, action_keys, action.key, fp2)
-            if action.key[0] == "DELIVER" or (action.key[0] == "FIRE" and fp2 != fp):
+            if action.key[0].startswith("DELIVER") or (action.key[0] == "FIRE" and fp2 != fp):
                 busy = True
             bad = self.check_transition(view, view2)
             if bad:

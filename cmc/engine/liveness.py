@@ -51,7 +51,7 @@ def fair_choice(keys: list[tuple], to_fire: tuple | None) -> tuple[tuple | None,
                 return key, (to_fire[i + 1:] or None)
         # nothing still due in this round is enabled: a new round begins here
     for key in keys:
-        if key[0] == "DELIVER":
+        if key[0].startswith("DELIVER"):
             return key, None
     fires = tuple(key for key in keys if key[0] == "FIRE")
     if not fires:

@@ -30,6 +30,10 @@ class Nondeterminism(Exception):
             message += f": {detail}"
         super().__init__(message)
         self.step = step
+        self._init = (step, label, detail, det)
+
+    def __reduce__(self):          # carried from a --workers process to the parent
+        return (Nondeterminism, self._init)
 
 
 def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
@@ -105,7 +109,7 @@ def quiescent_at(model: Model, keys: list[tuple], fps: list[bytes] | None,
     """SPEC §8: no DELIVER is enabled and every enabled FIRE leads back to the same
     world. `actions` are the world's enabled actions; each FIRE is tried from a
     fresh replay of `keys`."""
-    if any(a.key[0] == "DELIVER" for a in actions):
+    if any(a.key[0].startswith("DELIVER") for a in actions):
         return False
     for action in actions:
         if action.key[0] != "FIRE":

@@ -89,7 +89,7 @@ class _Walk:
                 actions = self.system.actions()
                 if not actions:
                     break
-                if sim.quiescent_props and not any(a.key[0] == "DELIVER" for a in actions):
+                if sim.quiescent_props and not any(a.key[0].startswith("DELIVER") for a in actions):
                     outcome, moved = self.try_fires(actions, view)
                     if outcome is not None:
                         return outcome
