@@ -48,6 +48,17 @@ class ClusterSpec:
     watchdog_s: float = 10.0
 
 
+def describe_key(key: tuple) -> str:
+    """An action key in words, for when its label cannot be computed."""
+    kind, rest = key[0], key[1:]
+    if kind in ("FIRE", "CRASH"):
+        return f"{kind} node {rest[0]}"
+    if rest and isinstance(rest[0], tuple):
+        owner, src, dst = rest[0][:3]
+        return f"{kind} {owner}@{src} -> {dst}"
+    return " ".join(str(k) for k in key)
+
+
 @dataclass(frozen=True)
 class Action:
     key: tuple
@@ -155,7 +166,8 @@ class Cluster:
                 receiver.closed = True
                 self.net.collect()
             return
-        self.net.send(conn, side, msg)
+        full = len(conn.chan[side]) >= self.net.channel_cap     # name the ends in the error
+        self.net.send(conn, side, msg, " -> ".join(self._chan_names(conn, side)) if full else "")
 
     def _client_receive(self, client: Client, conn: Connection, data: bytes) -> None:
         client.linebuf += data
@@ -314,7 +326,10 @@ class Cluster:
         """Apply one enabled action; returns its label."""
         label = next((a.label for a in self.actions() if a.key == key), None)
         if label is None:
-            raise EngineError(f"replay diverged: action {key!r} is not enabled at step {self.step + 1}")
+            raise EngineError(f"nondeterminism: replaying the same actions, the action taken at "
+                              f"step {self.step + 1} ({describe_key(key)}) is not enabled "
+                              "any more; the program under check (or cmc) is not "
+                              "deterministic")
         self.step += 1
         self.step_label = f"<{label}>"
         kind = key[0]
@@ -360,7 +375,8 @@ class Cluster:
         for k, c in self._conns_in_order():
             if k == key:
                 return c
-        raise EngineError(f"replay diverged: no connection {key!r}")
+        raise EngineError(f"nondeterminism: replaying the same actions, the connection of "
+                          f"{describe_key(('DELIVER', key))} does not exist any more")
 
     def _deliver(self, conn: Connection, side: int, index: int = 0) -> None:
         msg = conn.chan[side][index]

@@ -8,7 +8,8 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   execve (to hide the vDSO at every exec), process creation (only threads are
   allowed), and rlimit changes (real fds must stay below 500);
 - when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
-  writes also when the fd is 3 or 193 (the state channels cmc takes synchronously).
+  writes also when the fd is 3 or 193 (the state channels cmc takes synchronously),
+  and fcntl and the dup family on fd 3 or 193 (a copy of them would escape cmc).
 
 Everything else runs natively, so files, pipes and AF_UNIX sockets cost nothing.
 io_uring is refused with ENOSYS: it would be a way around every interception.
@@ -56,12 +57,15 @@ FD_ARG0 = (
     "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",
     "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
     "bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername",
-    "setsockopt", "getsockopt", "fcntl", "dup", "fsync", "fdatasync", "ftruncate",
+    "setsockopt", "getsockopt", "fsync", "fdatasync", "ftruncate",
     "flock", "fchdir", "fchmod", "fchown", "getdents64", "newfstatat", "statx", "fstatfs",
     "splice", "tee", "copy_file_range",
 )
-WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
-FD_ARG01 = ("dup2", "dup3", "sendfile")
+# also notified when the fd is 3 or 193: writes are state; a copy of the state fds
+# would let state escape cmc, so duplicating them is refused.
+WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2", "fcntl", "dup")
+DUPS = ("dup2", "dup3")
+FD_ARG01 = ("sendfile",)
 FD_ARG2 = ("epoll_ctl",)
 
 
@@ -121,7 +125,8 @@ def build_filter() -> list[tuple[int, int, int, int]]:
     a.ld(OFF_NR)
     a.jump(JGE_K, X32_BIT, "enosys", 0)
     for group, target in ((ALWAYS, "notify"), (REFUSED, "enosys"), (FD_ARG0, "arg0"),
-                          (WRITES, "write"), (FD_ARG01, "arg01"), (FD_ARG2, "arg2")):
+                          (WRITES, "write"), (DUPS, "dup2"), (FD_ARG01, "arg01"),
+                          (FD_ARG2, "arg2")):
         for name in group:
             if name not in NR:
                 continue
@@ -135,6 +140,10 @@ def build_filter() -> list[tuple[int, int, int, int]]:
     a.jump(JEQ_K, DURABLE_FD, "notify", 0)
     a.label("arg0")
     _fd_check(a, 0, "notify", "allow")
+    a.label("dup2")             # falls through into arg01
+    a.ld(_off_arg(0))
+    a.jump(JEQ_K, STATE_FD, "notify", 0)
+    a.jump(JEQ_K, DURABLE_FD, "notify", 0)
     a.label("arg01")
     _fd_check(a, 0, "notify", 0)
     _fd_check(a, 1, "notify", "allow")

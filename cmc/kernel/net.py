@@ -179,12 +179,12 @@ class Network:
         self.conns.append(conn)
         return conn
 
-    def send(self, conn: Connection, side: int, msg: Msg) -> None:
+    def send(self, conn: Connection, side: int, msg: Msg, names: str = "") -> None:
         chan = conn.chan[side]
         if len(chan) >= self.channel_cap:
             from ..errors import EngineError
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} messages "
-                              f"in flight on {conn.key()} (raise it with --channel-cap)")
+                              f"in flight on {names or conn.key()} (raise it with --channel-cap)")
         chan.append(msg)
 
     # -- environment side ----------------------------------------------------

@@ -552,7 +552,29 @@ def sys_getsockopt(node, sock, args):
     return Ret(0)
 
 
+def _state_fd_copy(node, args):
+    """fcntl/dup on fd 3 or 193: a copy would let state writes escape cmc."""
+    from .filter import DURABLE_FD, STATE_FD
+    fd = fd_arg(args[0])
+    if fd not in (STATE_FD, DURABLE_FD):
+        return None
+    if node.current.nr == 72 and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
+        return CONTINUE          # F_GETFL, F_SETFD...: native
+    return unsupported(node, node.current.nr, args,
+                       f"copies fd {fd}, where the node's {'durable ' if fd == 193 else ''}state "
+                       "is written; cmc takes state only as writes to fd 3 and 193 themselves")
+
+
+def refuse_state_copies(fn):
+    def wrapper(node, args):
+        verdict = _state_fd_copy(node, args)
+        return verdict if verdict is not None else fn(node, args)
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
 @handles("fcntl")
+@refuse_state_copies
 @with_sock
 def sys_fcntl(node, sock, args):
     fd, cmd, arg = fd_arg(args[0]), args[1] & 0xFFFFFFFF, args[2]
@@ -617,6 +639,7 @@ def sys_newfstatat(node, args):
 
 
 @handles("dup")
+@refuse_state_copies
 @with_sock
 def sys_dup(node, sock, args):
     sock.refs += 1
@@ -624,6 +647,7 @@ def sys_dup(node, sock, args):
 
 
 @handles("dup2", "dup3")
+@refuse_state_copies
 def sys_dup2(node, args):
     old, new = fd_arg(args[0]), fd_arg(args[1])
     sock = get_sock(node, old)
