@@ -86,6 +86,9 @@ def parse_args(argv):
     p.add_argument("--trace-out", metavar="TRACE.json",
                    help="where to write a violation's trace (default MODEL.trace.json)")
     p.add_argument("--json", metavar="REPORT.json", help="also write the verdict as JSON")
+    p.add_argument("--html", metavar="REPORT.html",
+                   help="on a violation, also write the counterexample as a self-contained "
+                   "page (message-sequence chart, world and node output per step)")
     p.add_argument("--live-steps", type=_count(0), metavar="K",
                    help=f"steps of the fair schedule for eventually (default {DEFAULT_LIVE_STEPS})")
     p.add_argument("--max-states", type=_count(1), metavar="N",
@@ -274,11 +277,51 @@ def check(args, run: Run) -> int:
                 run.trace_file = path
                 reporter.say(f"The behavior was written to {path} (run it again with "
                              f"cmc --replay {path}).")
+        if args.html:
+            steps = _engine(lambda: recorded_steps(model, args, outcome, workroot))
+            write_report_page(args.html, model, outcome, steps, reporter)
         return EXIT_VIOLATION
     finally:
         reporter.close()
         system_model.close_all()
         shutil.rmtree(workroot, ignore_errors=True)
+
+
+def recorded_steps(model, args, outcome, workroot: str):
+    """The behavior of `outcome` replayed once more with each node's calls and output
+    recorded step by step (the search does not pay for recording)."""
+    from .adapter import ClusterModel
+    from .engine.replay import replay
+    if not outcome.trace:
+        return []
+    recorder = ClusterModel(cluster_spec(model, args), os.path.join(workroot, "record"),
+                            recording=True)
+    try:
+        system, steps = replay(recorder, [s.key for s in outcome.trace[1:]],
+                               [s.fingerprint for s in outcome.trace], collect=True,
+                               observe=lambda s: s.drain())
+        system.close()
+    finally:
+        recorder.close_all()
+    return steps
+
+
+def write_report_page(path: str, model, outcome, steps, reporter) -> None:
+    from .report.html import report_from_trace, write_html
+    from .report.tlc import KIND_WORDING
+    prop = outcome.prop
+    message = KIND_WORDING[prop.kind].format(prop.name) if outcome.verdict != "ok" else \
+        f"The behavior no longer violates {prop.kind} {prop.name}."
+    report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind,
+                               prop_name=prop.name, message=message, steps=steps,
+                               clients=[c.name for c in model.clients],
+                               verdict=outcome.verdict)
+    try:
+        write_html(path, report)
+    except OSError as err:
+        print(f"cmc: cannot write the report {path}: {err.strerror or err}", file=sys.stderr)
+        return
+    reporter.say(f"The counterexample was drawn in {path}.")
 
 
 def _engine(fn):
@@ -362,6 +405,8 @@ def replay_trace(args, run: Run, model, trace: dict) -> int:
                           why=trace.get("why"))
         run.outcome = outcome
         reporter.replayed(outcome, live_steps)
+        if args.html:
+            write_report_page(args.html, model, outcome, steps, reporter)
         return EXIT_VIOLATION if violated else EXIT_OK
     finally:
         system_model.close_all()

@@ -308,3 +308,20 @@ def test_report_in_a_real_browser(tmp_path):
         shot = tmp_path / "shot.png"
         b.screenshot(str(shot))
         assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_cli_html_option_draws_the_counterexample(tmp_path):
+    """--html on a search that finds a violation, and on --replay of its trace."""
+    from conftest import MODELS, run_cmc
+    page, trace = tmp_path / "r.html", tmp_path / "t.json"
+    r = run_cmc("--model-file", MODELS / "durlog.model", "-D", "bin=../demo/build/durlog-bug",
+                "--trace-out", trace, "--html", page, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"The counterexample was drawn in {page}." in r.stdout
+    html = page.read_text()
+    assert "CRASH primary" in html and "primary: acked 7" in html and "sendto(" in html
+    again = tmp_path / "again.html"
+    r = run_cmc("--replay", trace, "-D", "bin=../demo/build/durlog-bug", "--html", again,
+                cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "primary: acked 7" in again.read_text()
