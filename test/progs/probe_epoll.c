@@ -1,0 +1,337 @@
+/*
+ * probe_epoll: the epoll family on virtual sockets.
+ *
+ *   probe_epoll PORT        (one node talking to itself)
+ *
+ * Checks: epoll_create1(EPOLL_CLOEXEC) and epoll_create; epoll_ctl errors (EEXIST,
+ * ENOENT, EBADF, EINVAL for the epoll fd itself); level-triggered EPOLLIN reported
+ * while bytes stay unread, with the registered data; EPOLLET reported once per
+ * arrival; EPOLLONESHOT disarmed after one report until EPOLL_CTL_MOD; EPOLLOUT;
+ * maxevents bounds the count and 0 is EINVAL; a listener is EPOLLIN once a
+ * connection is queued; EPOLLRDHUP after the peer's SHUT_WR; a reset reports
+ * EPOLLERR|EPOLLHUP unasked; a closed socket leaves the set; epoll_wait and
+ * epoll_pwait time out (the clock moves by the timeout).
+ */
+
+/* ---- probe harness (the same block opens every probe_*.c) -----------------------
+ * A probe checks what each call returns -- value, errno, bytes -- exactly as Linux
+ * does on loopback, and reports one JSON line on fd 3 per phase (and at once on a
+ * failed check):  {"phase":N,"done":false,"fail":["name: got ..., expected ..."]}
+ * The last line has "done":true. Under cmc (CMC_NODE set) a few checks are exact
+ * where Linux is only bounded (the clock); everything else is the same natively.
+ * Every probe carries an identical copy of this block: change them all together. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNUSED __attribute__((unused))
+static int p_phase;
+static char p_fail[12000];
+static size_t p_len;
+static int under_cmc;
+
+static void p_emit(int done)
+{
+    static char line[12100];
+    int n = snprintf(line, sizeof line, "{\"phase\":%d,\"done\":%s,\"fail\":[%s]}\n", p_phase,
+                     done ? "true" : "false", p_fail);
+    if (write(3, line, (size_t)n) != n)
+        perror("probe: write fd 3");
+}
+static UNUSED void phase(void) { p_phase++; p_emit(0); }
+/* The last report. Under cmc the node then parks in accept() on a listener nobody
+ * knows, without closing anything: sockets left open send no FIN, so the search
+ * ends with the probe instead of enumerating the orders of goodbyes. Natively it
+ * returns (and the program exits). */
+static UNUSED void finish(void)
+{
+    p_phase++;
+    p_emit(1);
+    if (getenv("CMC_NODE") != NULL) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        listen(s, 1);
+        for (;;)
+            accept(s, NULL, NULL);
+    }
+}
+static void p_init(void) { under_cmc = getenv("CMC_NODE") != NULL; }
+
+static void fail(const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "FAIL phase %d: %s\n", p_phase + 1, msg);
+    if (p_len + 2 * strlen(msg) + 8 > sizeof p_fail)
+        return;
+    if (p_len)
+        p_fail[p_len++] = ',';
+    p_fail[p_len++] = '"';
+    for (const char *c = msg; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            p_fail[p_len++] = '\\';
+        p_fail[p_len++] = (*c >= 32 && *c < 127) ? *c : '?';
+    }
+    p_fail[p_len++] = '"';
+    p_fail[p_len] = 0;
+    p_emit(0);                       /* show it at once, even if the probe then hangs */
+}
+static const char *en(int e)
+{
+    const char *s = e ? strerrorname_np(e) : "0";
+    return s ? s : "?";
+}
+/* CHECK: a value; OK: a call that must succeed (returns its value); ERR: a call
+ * that must fail with errno E; MEM: bytes. */
+#define CHECK(name, got, exp) do { long g_ = (long)(got); int e_ = errno; long x_ = (long)(exp); \
+    if (g_ != x_) fail("%s: got %ld%s%s, expected %ld", name, g_, g_ == -1 ? " " : "", \
+                       g_ == -1 ? en(e_) : "", x_); } while (0)
+static long p_ok(const char *name, long r)
+{
+    if (r < 0)
+        fail("%s: failed with %s", name, en(errno));
+    return r;
+}
+#define OK(name, call) p_ok(name, (long)(call))
+#define ERR(name, call, e) do { errno = 0; long r_ = (long)(call); int e_ = errno; \
+    if (r_ != -1 || e_ != (e)) fail("%s: got %ld (%s), expected -1 (%s)", name, r_, \
+                                    r_ < 0 ? en(e_) : "no error", en(e)); } while (0)
+#define MEM(name, buf, n, exp) do { size_t n_ = (size_t)(n); const char *x_ = (exp); \
+    if (n_ != strlen(x_) || memcmp(buf, x_, n_) != 0) fail("%s: got %zu bytes \"%.*s\", " \
+    "expected \"%s\"", name, n_, (int)(n_ > 60 ? 60 : n_), (const char *)(buf), x_); } while (0)
+
+static UNUSED struct sockaddr_in sin4(const char *ip, int port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    return sa;
+}
+static UNUSED struct sockaddr_in6 sin6(const char *ip, int port)
+{
+    struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons((unsigned short)port) };
+    inet_pton(AF_INET6, ip, &sa.sin6_addr);
+    return sa;
+}
+/* A TCP listener on 127.0.0.1:port (SO_REUSEADDR, so native reruns can rebind). */
+static UNUSED int tcp_listener(int port, int type_flags)
+{
+    int one = 1, s = (int)OK("socket(listener)", socket(AF_INET, SOCK_STREAM | type_flags, 0));
+    struct sockaddr_in sa = sin4("127.0.0.1", port);
+    OK("setsockopt(SO_REUSEADDR)", setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+    OK("bind(listener)", bind(s, (struct sockaddr *)&sa, sizeof sa));
+    OK("listen", listen(s, 16));
+    return s;
+}
+/* A blocking TCP connect to 127.0.0.1:port. */
+static UNUSED int tcp_connect(int port)
+{
+    int s = (int)OK("socket(client)", socket(AF_INET, SOCK_STREAM, 0));
+    struct sockaddr_in sa = sin4("127.0.0.1", port);
+    OK("connect", connect(s, (struct sockaddr *)&sa, sizeof sa));
+    return s;
+}
+/* Read exactly n bytes (a recv may return part of what was sent: loop). Returns the
+ * count read before EOF or an error. */
+static UNUSED size_t recv_exact(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                fail("recv_exact: %s after %zu of %zu bytes", en(errno), got, n);
+            break;
+        }
+        got += (size_t)r;
+    }
+    return got;
+}
+/* Wait with poll(-1) until fd has one of `events`; returns revents. */
+static UNUSED int wait_for(int fd, short events)
+{
+    struct pollfd p = { .fd = fd, .events = events };
+    for (;;) {
+        int r = poll(&p, 1, -1);
+        if (r > 0)
+            return p.revents;
+        if (r < 0 && errno != EINTR) {
+            fail("poll(wait_for): %s", en(errno));
+            return 0;
+        }
+    }
+}
+/* Wait (blocking in poll) until fd reports one of `want`, then return everything
+ * it reports for `events` at that point. Never spins: under cmc a node must block
+ * for the world to move on. */
+static UNUSED int wait_until(int fd, short events, short want)
+{
+    wait_for(fd, want);
+    struct pollfd p = { .fd = fd, .events = events };
+    if (poll(&p, 1, 0) != 1)
+        fail("wait_until: poll(fd, 0) after readiness did not return 1");
+    return p.revents;
+}
+/* ---- end of the probe harness --------------------------------------------------- */
+
+#include <sys/epoll.h>
+
+static long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static int ep;
+
+static int ctl(int op, int fd, unsigned events, unsigned long data)
+{
+    struct epoll_event e = { .events = events, .data.u64 = data };
+    return epoll_ctl(ep, op, fd, &e);
+}
+
+/* epoll_wait, checking that it returns one event with these events and data */
+static void one(const char *what, int timeout, unsigned events, unsigned long data)
+{
+    struct epoll_event ev[4];
+    memset(ev, 0, sizeof ev);
+    int n = epoll_wait(ep, ev, 4, timeout);
+    if (n != 1 || ev[0].events != events || ev[0].data.u64 != data)
+        fail("%s: got %d events (first %#x data %#lx), expected 1 (%#x data %#lx)", what, n,
+             n > 0 ? ev[0].events : 0, n > 0 ? (unsigned long)ev[0].data.u64 : 0, events, data);
+}
+
+static void none(const char *what)
+{
+    struct epoll_event ev[4];
+    int n = epoll_wait(ep, ev, 4, 0);
+    if (n != 0)
+        fail("%s: got %d events (first %#x data %#lx), expected none", what, n,
+             n > 0 ? ev[0].events : 0, n > 0 ? (unsigned long)ev[0].data.u64 : 0);
+}
+
+int main(int argc, char **argv)
+{
+    p_init();
+    if (argc != 2)
+        return 2;
+    int port = atoi(argv[1]);
+    int old = (int)OK("epoll_create(1)", epoll_create(1));
+    CHECK("epoll_create: no close-on-exec", fcntl(old, F_GETFD), 0);
+    close(old);
+    ep = (int)OK("epoll_create1(EPOLL_CLOEXEC)", epoll_create1(EPOLL_CLOEXEC));
+    CHECK("epoll_create1(EPOLL_CLOEXEC): close-on-exec", fcntl(ep, F_GETFD), FD_CLOEXEC);
+    int l = tcp_listener(port, 0);
+    OK("EPOLL_CTL_ADD listener", ctl(EPOLL_CTL_ADD, l, EPOLLIN, 0x11));
+    none("epoll_wait(0) before any connect");
+    int a = tcp_connect(port);
+    one("listener after a connect", -1, EPOLLIN, 0x11);
+    int b = (int)OK("accept", accept(l, NULL, NULL));
+    none("epoll_wait(0) after accept");
+    ERR("EPOLL_CTL_ADD twice", ctl(EPOLL_CTL_ADD, l, EPOLLIN, 0), EEXIST);
+    ERR("EPOLL_CTL_MOD of an fd not in the set", ctl(EPOLL_CTL_MOD, a, EPOLLIN, 0), ENOENT);
+    ERR("EPOLL_CTL_DEL of an fd not in the set", ctl(EPOLL_CTL_DEL, a, 0, 0), ENOENT);
+    ERR("EPOLL_CTL_ADD of the epoll fd itself", ctl(EPOLL_CTL_ADD, ep, EPOLLIN, 0), EINVAL);
+    int closed = (int)OK("socket", socket(AF_INET, SOCK_STREAM, 0));
+    close(closed);
+    ERR("EPOLL_CTL_ADD of a closed fd", ctl(EPOLL_CTL_ADD, closed, EPOLLIN, 0), EBADF);
+    OK("EPOLL_CTL_DEL listener", ctl(EPOLL_CTL_DEL, l, 0, 0));
+    struct epoll_event evs[4];
+    ERR("epoll_wait with maxevents 0", epoll_wait(ep, evs, 0, 0), EINVAL);
+    phase();
+
+    /* level-triggered */
+    OK("EPOLL_CTL_ADD b (EPOLLIN)", ctl(EPOLL_CTL_ADD, b, EPOLLIN, 0xB));
+    none("b before any send");
+    CHECK("send 1", send(a, "1", 1, 0), 1);
+    one("b after a send", -1, EPOLLIN, 0xB);
+    one("b again while unread (level-triggered)", 0, EPOLLIN, 0xB);
+    char buf[16];
+    CHECK("recv 1", recv(b, buf, sizeof buf, 0), 1);
+    none("b once drained");
+    phase();
+
+    /* edge-triggered */
+    OK("EPOLL_CTL_MOD b (EPOLLIN|EPOLLET)", ctl(EPOLL_CTL_MOD, b, EPOLLIN | EPOLLET, 0xBE));
+    CHECK("send 2", send(a, "2", 1, 0), 1);
+    one("b after a send (EPOLLET)", -1, EPOLLIN, 0xBE);
+    none("b again while unread (EPOLLET: no new arrival)");
+    CHECK("send 3", send(a, "3", 1, 0), 1);
+    one("b after another send (EPOLLET)", -1, EPOLLIN, 0xBE);
+    CHECK("recv 23", recv_exact(b, buf, 2), 2);
+    MEM("23", buf, 2, "23");
+    phase();
+
+    /* one-shot */
+    OK("EPOLL_CTL_MOD b (EPOLLIN|EPOLLONESHOT)", ctl(EPOLL_CTL_MOD, b, EPOLLIN | EPOLLONESHOT, 0xB1));
+    CHECK("send 4", send(a, "4", 1, 0), 1);
+    one("b after a send (EPOLLONESHOT)", -1, EPOLLIN, 0xB1);
+    none("b again while unread (EPOLLONESHOT: disarmed)");
+    OK("EPOLL_CTL_MOD b re-arms", ctl(EPOLL_CTL_MOD, b, EPOLLIN | EPOLLONESHOT, 0xB2));
+    one("b after re-arming, still unread", 0, EPOLLIN, 0xB2);
+    CHECK("recv 4", recv(b, buf, sizeof buf, 0), 1);
+    phase();
+
+    /* EPOLLOUT and maxevents */
+    OK("EPOLL_CTL_ADD a (EPOLLOUT)", ctl(EPOLL_CTL_ADD, a, EPOLLOUT, 0xA));
+    one("a writable", 0, EPOLLOUT, 0xA);
+    OK("EPOLL_CTL_MOD b (EPOLLOUT)", ctl(EPOLL_CTL_MOD, b, EPOLLOUT, 0xB0));
+    CHECK("two writable sockets", epoll_wait(ep, evs, 4, 0), 2);
+    CHECK("maxevents 1 gives one", epoll_wait(ep, evs, 1, 0), 1);
+    OK("EPOLL_CTL_DEL a", ctl(EPOLL_CTL_DEL, a, 0, 0));
+    OK("EPOLL_CTL_MOD b (EPOLLIN|EPOLLRDHUP)", ctl(EPOLL_CTL_MOD, b, EPOLLIN | EPOLLRDHUP, 0xBD));
+    phase();
+
+    /* timeouts */
+    long t0 = mono_ns();
+    CHECK("epoll_wait(30 ms) with nothing ready", epoll_wait(ep, evs, 4, 30), 0);
+    long dt = mono_ns() - t0;
+    if (under_cmc ? dt != 30000000L : dt < 30000000L)
+        fail("epoll_wait timeout: the clock moved by %ld ns", dt);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGUSR1);
+    t0 = mono_ns();
+    CHECK("epoll_pwait(20 ms, sigmask) with nothing ready", epoll_pwait(ep, evs, 4, 20, &mask), 0);
+    dt = mono_ns() - t0;
+    if (under_cmc ? dt != 20000000L : dt < 20000000L)
+        fail("epoll_pwait timeout: the clock moved by %ld ns", dt);
+    phase();
+
+    /* EPOLLRDHUP, then a reset, then close */
+    OK("shutdown(a, SHUT_WR)", shutdown(a, SHUT_WR));
+    one("b after the peer's SHUT_WR", -1, EPOLLIN | EPOLLRDHUP, 0xBD);
+    int c = tcp_connect(port);
+    int d = (int)OK("accept", accept(l, NULL, NULL));
+    OK("EPOLL_CTL_ADD c (EPOLLIN)", ctl(EPOLL_CTL_ADD, c, EPOLLIN, 0xC));
+    OK("EPOLL_CTL_DEL b", ctl(EPOLL_CTL_DEL, b, 0, 0));
+    CHECK("send unread", send(c, "unread", 6, 0), 6);
+    wait_for(d, POLLIN);
+    OK("close with unread data (a reset)", close(d));
+    one("c after a reset: EPOLLERR|EPOLLHUP unasked", -1,
+        EPOLLIN | EPOLLERR | EPOLLHUP, 0xC);
+    OK("close c", close(c));
+    none("a closed socket leaves the set");
+    finish();
+    return 0;
+}

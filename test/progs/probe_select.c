@@ -1,0 +1,303 @@
+/*
+ * probe_select: select and pselect6 on virtual sockets.
+ *
+ *   probe_select PORT       (one node talking to itself)
+ *
+ * Checks: select reports a listener readable once a connection is queued, a
+ * connected socket writable and readable once bytes arrived, and clears what is not
+ * ready; a timeout returns 0, empties the sets, leaves the timeval at 0 and moves
+ * the clock by its length; select with no descriptor at all is a sleep (the clock
+ * moves by it); pselect with a timespec and a signal mask leaves the timespec alone;
+ * no out-of-band data means no exception; a closed descriptor in a set is EBADF; a
+ * negative nfds is EINVAL; EOF is readable.
+ */
+
+/* ---- probe harness (the same block opens every probe_*.c) -----------------------
+ * A probe checks what each call returns -- value, errno, bytes -- exactly as Linux
+ * does on loopback, and reports one JSON line on fd 3 per phase (and at once on a
+ * failed check):  {"phase":N,"done":false,"fail":["name: got ..., expected ..."]}
+ * The last line has "done":true. Under cmc (CMC_NODE set) a few checks are exact
+ * where Linux is only bounded (the clock); everything else is the same natively.
+ * Every probe carries an identical copy of this block: change them all together. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNUSED __attribute__((unused))
+static int p_phase;
+static char p_fail[12000];
+static size_t p_len;
+static int under_cmc;
+
+static void p_emit(int done)
+{
+    static char line[12100];
+    int n = snprintf(line, sizeof line, "{\"phase\":%d,\"done\":%s,\"fail\":[%s]}\n", p_phase,
+                     done ? "true" : "false", p_fail);
+    if (write(3, line, (size_t)n) != n)
+        perror("probe: write fd 3");
+}
+static UNUSED void phase(void) { p_phase++; p_emit(0); }
+/* The last report. Under cmc the node then parks in accept() on a listener nobody
+ * knows, without closing anything: sockets left open send no FIN, so the search
+ * ends with the probe instead of enumerating the orders of goodbyes. Natively it
+ * returns (and the program exits). */
+static UNUSED void finish(void)
+{
+    p_phase++;
+    p_emit(1);
+    if (getenv("CMC_NODE") != NULL) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        listen(s, 1);
+        for (;;)
+            accept(s, NULL, NULL);
+    }
+}
+static void p_init(void) { under_cmc = getenv("CMC_NODE") != NULL; }
+
+static void fail(const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "FAIL phase %d: %s\n", p_phase + 1, msg);
+    if (p_len + 2 * strlen(msg) + 8 > sizeof p_fail)
+        return;
+    if (p_len)
+        p_fail[p_len++] = ',';
+    p_fail[p_len++] = '"';
+    for (const char *c = msg; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            p_fail[p_len++] = '\\';
+        p_fail[p_len++] = (*c >= 32 && *c < 127) ? *c : '?';
+    }
+    p_fail[p_len++] = '"';
+    p_fail[p_len] = 0;
+    p_emit(0);                       /* show it at once, even if the probe then hangs */
+}
+static const char *en(int e)
+{
+    const char *s = e ? strerrorname_np(e) : "0";
+    return s ? s : "?";
+}
+/* CHECK: a value; OK: a call that must succeed (returns its value); ERR: a call
+ * that must fail with errno E; MEM: bytes. */
+#define CHECK(name, got, exp) do { long g_ = (long)(got); int e_ = errno; long x_ = (long)(exp); \
+    if (g_ != x_) fail("%s: got %ld%s%s, expected %ld", name, g_, g_ == -1 ? " " : "", \
+                       g_ == -1 ? en(e_) : "", x_); } while (0)
+static long p_ok(const char *name, long r)
+{
+    if (r < 0)
+        fail("%s: failed with %s", name, en(errno));
+    return r;
+}
+#define OK(name, call) p_ok(name, (long)(call))
+#define ERR(name, call, e) do { errno = 0; long r_ = (long)(call); int e_ = errno; \
+    if (r_ != -1 || e_ != (e)) fail("%s: got %ld (%s), expected -1 (%s)", name, r_, \
+                                    r_ < 0 ? en(e_) : "no error", en(e)); } while (0)
+#define MEM(name, buf, n, exp) do { size_t n_ = (size_t)(n); const char *x_ = (exp); \
+    if (n_ != strlen(x_) || memcmp(buf, x_, n_) != 0) fail("%s: got %zu bytes \"%.*s\", " \
+    "expected \"%s\"", name, n_, (int)(n_ > 60 ? 60 : n_), (const char *)(buf), x_); } while (0)
+
+static UNUSED struct sockaddr_in sin4(const char *ip, int port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    return sa;
+}
+static UNUSED struct sockaddr_in6 sin6(const char *ip, int port)
+{
+    struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons((unsigned short)port) };
+    inet_pton(AF_INET6, ip, &sa.sin6_addr);
+    return sa;
+}
+/* A TCP listener on 127.0.0.1:port (SO_REUSEADDR, so native reruns can rebind). */
+static UNUSED int tcp_listener(int port, int type_flags)
+{
+    int one = 1, s = (int)OK("socket(listener)", socket(AF_INET, SOCK_STREAM | type_flags, 0));
+    struct sockaddr_in sa = sin4("127.0.0.1", port);
+    OK("setsockopt(SO_REUSEADDR)", setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+    OK("bind(listener)", bind(s, (struct sockaddr *)&sa, sizeof sa));
+    OK("listen", listen(s, 16));
+    return s;
+}
+/* A blocking TCP connect to 127.0.0.1:port. */
+static UNUSED int tcp_connect(int port)
+{
+    int s = (int)OK("socket(client)", socket(AF_INET, SOCK_STREAM, 0));
+    struct sockaddr_in sa = sin4("127.0.0.1", port);
+    OK("connect", connect(s, (struct sockaddr *)&sa, sizeof sa));
+    return s;
+}
+/* Read exactly n bytes (a recv may return part of what was sent: loop). Returns the
+ * count read before EOF or an error. */
+static UNUSED size_t recv_exact(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                fail("recv_exact: %s after %zu of %zu bytes", en(errno), got, n);
+            break;
+        }
+        got += (size_t)r;
+    }
+    return got;
+}
+/* Wait with poll(-1) until fd has one of `events`; returns revents. */
+static UNUSED int wait_for(int fd, short events)
+{
+    struct pollfd p = { .fd = fd, .events = events };
+    for (;;) {
+        int r = poll(&p, 1, -1);
+        if (r > 0)
+            return p.revents;
+        if (r < 0 && errno != EINTR) {
+            fail("poll(wait_for): %s", en(errno));
+            return 0;
+        }
+    }
+}
+/* Wait (blocking in poll) until fd reports one of `want`, then return everything
+ * it reports for `events` at that point. Never spins: under cmc a node must block
+ * for the world to move on. */
+static UNUSED int wait_until(int fd, short events, short want)
+{
+    wait_for(fd, want);
+    struct pollfd p = { .fd = fd, .events = events };
+    if (poll(&p, 1, 0) != 1)
+        fail("wait_until: poll(fd, 0) after readiness did not return 1");
+    return p.revents;
+}
+/* ---- end of the probe harness --------------------------------------------------- */
+
+#include <sys/select.h>
+
+static long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static void moved(const char *what, long before, long want)
+{
+    long d = mono_ns() - before;
+    if (under_cmc ? d != want : d < want)
+        fail("%s: the clock moved by %ld ns, expected %s%ld", what, d, under_cmc ? "" : ">= ", want);
+}
+
+int main(int argc, char **argv)
+{
+    p_init();
+    if (argc != 2)
+        return 2;
+    int port = atoi(argv[1]);
+    int l = tcp_listener(port, 0);
+    fd_set r, w, x;
+    struct timeval tv = { 0, 0 };
+    FD_ZERO(&r);
+    FD_SET(l, &r);
+    CHECK("select(listener, timeout 0) before any connect", select(l + 1, &r, NULL, NULL, &tv), 0);
+    CHECK("listener not readable before any connect", FD_ISSET(l, &r), 0);
+    int a = tcp_connect(port);
+    FD_ZERO(&r);
+    FD_SET(l, &r);
+    CHECK("select(listener, no timeout) after connect", select(l + 1, &r, NULL, NULL, NULL), 1);
+    CHECK("listener readable", !!FD_ISSET(l, &r), 1);
+    int b = (int)OK("accept", accept(l, NULL, NULL));
+    int top = (a > b ? a : b) + 1;
+    FD_ZERO(&r);
+    FD_ZERO(&w);
+    FD_ZERO(&x);
+    FD_SET(b, &r);
+    FD_SET(a, &w);
+    FD_SET(b, &x);
+    tv = (struct timeval){ 0, 0 };
+    CHECK("select(b read, a write, b except, timeout 0)", select(top, &r, &w, &x, &tv), 1);
+    CHECK("b not readable yet", FD_ISSET(b, &r), 0);
+    CHECK("a writable", !!FD_ISSET(a, &w), 1);
+    CHECK("b no exception", FD_ISSET(b, &x), 0);
+    phase();
+
+    long t0 = mono_ns();
+    FD_ZERO(&r);
+    FD_SET(b, &r);
+    tv = (struct timeval){ 0, 30000 };
+    CHECK("select(b read, 30 ms) with nothing to read", select(top, &r, NULL, NULL, &tv), 0);
+    CHECK("read set emptied by the timeout", FD_ISSET(b, &r), 0);
+    CHECK("timeval after the timeout", tv.tv_sec * 1000000 + tv.tv_usec, 0);
+    moved("select timeout 30 ms", t0, 30000000L);
+    phase();
+
+    t0 = mono_ns();
+    FD_ZERO(&r);
+    FD_SET(b, &r);
+    struct timespec ts = { 0, 20000000 };
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGUSR1);
+    CHECK("pselect(b read, 20 ms, sigmask) with nothing to read", pselect(top, &r, NULL, NULL, &ts, &mask), 0);
+    CHECK("pselect leaves its timespec alone", ts.tv_nsec, 20000000);
+    moved("pselect timeout 20 ms", t0, 20000000L);
+    phase();
+
+    t0 = mono_ns();
+    tv = (struct timeval){ 0, 40000 };
+    CHECK("select with no descriptor (a 40 ms sleep)", select(0, NULL, NULL, NULL, &tv), 0);
+    moved("select(0, NULL, NULL, NULL, 40 ms)", t0, 40000000L);
+    phase();
+
+    CHECK("send s", send(a, "s", 1, 0), 1);
+    FD_ZERO(&r);
+    FD_SET(b, &r);
+    FD_SET(l, &r);
+    CHECK("select(b, listener; no timeout) after a send", select(top > l + 1 ? top : l + 1, &r, NULL, NULL, NULL), 1);
+    CHECK("b readable", !!FD_ISSET(b, &r), 1);
+    CHECK("listener not readable", FD_ISSET(l, &r), 0);
+    FD_ZERO(&r);
+    FD_SET(b, &r);
+    ts = (struct timespec){ 0, 0 };
+    CHECK("pselect(b read, 0, no mask)", pselect(top, &r, NULL, NULL, &ts, NULL), 1);
+    char c;
+    CHECK("recv s", recv(b, &c, 1, 0), 1);
+    phase();
+
+    int closed = (int)OK("socket", socket(AF_INET, SOCK_STREAM, 0));
+    close(closed);
+    FD_ZERO(&r);
+    FD_SET(closed, &r);
+    FD_SET(b, &r);
+    tv = (struct timeval){ 0, 0 };
+    ERR("select with a closed descriptor", select(top > closed + 1 ? top : closed + 1, &r, NULL, NULL, &tv), EBADF);
+    ERR("select with nfds -1", select(-1, NULL, NULL, NULL, &tv), EINVAL);
+    OK("shutdown(a, SHUT_WR)", shutdown(a, SHUT_WR));
+    FD_ZERO(&r);
+    FD_SET(b, &r);
+    CHECK("select(b read) after the peer's SHUT_WR", select(top, &r, NULL, NULL, NULL), 1);
+    CHECK("EOF is readable", !!FD_ISSET(b, &r), 1);
+    CHECK("recv at EOF", recv(b, &c, 1, 0), 0);
+    finish();
+    return 0;
+}
