@@ -26,9 +26,7 @@ CASES = {
     "spin-cpu": ("spin", "cpu", ["--watchdog", "1"],
                  [STEP + r"ran for 1 s without blocking in an emulated call", r"--watchdog"], None),
     "spin-calls": ("spin", "calls", ["--watchdog", "1"],
-                   [STEP + r"ran for 1 s without blocking in an emulated call"],
-                   "kernel: the watchdog runs per notification, so a busy loop of non-blocking "
-                   "emulated calls (recv MSG_DONTWAIT -> EAGAIN) never trips it and cmc hangs"),
+                   [STEP + r"ran for 1 s without blocking in an emulated call"], None),
     "json-fd3": ("json", "3", [], [STEP + r"wrote a line that is not JSON on fd 3",
                                    re.escape("{\"broken\": ")], None),
     "json-fd193": ("json", "193", [], [STEP + r"wrote a line that is not JSON on fd 193",
@@ -42,10 +40,7 @@ CASES = {
     "second-thread-blocks": ("thread", None, [],
                              [STEP + r".*\b(recvfrom|recv)\b", r"\baccept\b", r"thread"], None),
     "raw-socket": ("unsupported", "raw", [], [STEP + r"called socket\(2, 0x3, 0x1\b"], None),
-    "packet-socket": ("unsupported", "packet", [], [STEP + r"called socket\(17, 0x3\b"],
-                      "kernel: socket(AF_PACKET, SOCK_RAW) runs natively (any family but "
-                      "AF_INET/AF_INET6 is CONTINUEd), so a node under check can reach the "
-                      "host's real network; SPEC §2 wants an unknown family reported"),
+    "packet-socket": ("unsupported", "packet", [], [STEP + r"called socket\(17, 0x3\b"], None),
     "unknown-ioctl": ("unsupported", "ioctl", [], [STEP + r"called ioctl\(5\d\d, 0x8906\b"], None),
 }
 

@@ -32,45 +32,23 @@ from conftest import ROOT, TEST_MODELS, counts, run_cmc
 # probe -> xfail reason (None: expected to pass). A reason names the kernel
 # discrepancy the probe finds today; strict=False, so a fix shows as XPASS.
 PROBES: dict[str, str | None] = {
-    "nonblock": "kernel: the first connect() after a non-blocking connect completed returns "
-                "EISCONN; Linux returns 0 once, then EISCONN",
-    "poll": "kernel: no POLLOUT after the socket's own shutdown(SHUT_WR) (Linux reports it, "
-            "so POLLIN|POLLOUT|POLLRDHUP|POLLHUP once both sides shut); poll(NULL, 0, 25) "
-            "runs natively: a real sleep, the logical clock does not move",
-    "iov": "kernel: sendto/sendmsg with an address on a connected stream is EISCONN (Linux "
-           "ignores the address); recv(0 bytes, MSG_DONTWAIT) with nothing buffered is 0 "
-           "(Linux EAGAIN); writev of 1025 iovecs is EFAULT (Linux EINVAL)",
+    "nonblock": None,
+    "poll": None,
+    "iov": None,
     "peek": None,
-    "shutdown": "kernel: shutdown(SHUT_RD) has no effect (Linux: recv returns 0, poll says "
-                "POLLIN|POLLRDHUP); SO_ERROR does not clear ECONNRESET (read twice: 104 "
-                "twice, then recv still ECONNRESET; Linux: 0, then recv 0); shutdown(how=7) "
-                "of an unconnected socket is ENOTCONN (Linux EINVAL)",
+    "shutdown": None,
     "names": None,
-    "sockopt": "kernel: SO_DOMAIN, SO_PROTOCOL, SO_ACCEPTCONN read 0; SO_RCVBUF/SO_SNDBUF "
-               "read 0; SO_LINGER reads 4 bytes; booleans read back 5/3/7 instead of 1; an "
-               "int option with optlen 2 is accepted (Linux EINVAL); SO_LINGER {1,0} closes "
-               "with FIN, not RST; a second bind to a bound port without SO_REUSEADDR "
-               "succeeds (Linux EADDRINUSE); a second SO_REUSEPORT listen is EADDRINUSE",
-    "fcntl": "kernel: every socket has st_ino 0; FIONREAD on a listener is 0 (Linux EINVAL); "
-             "dup3 with flag 1 succeeds (Linux EINVAL)",
-    "accept4": "kernel: accept4 with an unknown flag is EAGAIN/blocks (Linux EINVAL first); "
-               "socket(SOCK_STREAM|0x100) succeeds (Linux EINVAL)",
-    "ipv6": "kernel: IPV6_V6ONLY is ignored (an IPv4 connect reaches a V6ONLY [::] "
-            "listener); SO_DOMAIN of an AF_INET6 socket is 0; bind/connect with an address "
-            "of the other family is accepted (Linux EINVAL/EAFNOSUPPORT)",
-    "time": "kernel: clock_nanosleep with a bad timespec or clock answers Ret(EINVAL) (a "
-            "positive value) instead of Err(EINVAL): glibc's clock_nanosleep returns -22 and "
-            "nanosleep sets errno to -22",
+    "sockopt": None,
+    "fcntl": None,
+    "accept4": None,
+    "ipv6": None,
+    "time": None,
     "random": None,
     "refused": None,
     "unix": None,
-    "select": "kernel: pselect6 does not write the time left (0) into its timespec on a "
-              "timeout, so glibc's select() leaves the timeval at 30000 us (Linux 0); "
-              "select(0, NULL, NULL, NULL, &tv) runs natively: the clock does not move",
+    "select": None,
     "epoll": None,
-    "udp": "kernel: recv(MSG_TRUNC) returns the bytes copied, not the datagram's length; "
-           "recvmsg does not set MSG_TRUNC; a connected UDP socket whose datagram found "
-           "nobody never gets ECONNREFUSED (the recv blocks for ever)",
+    "udp": None,
     "mixed": None,
 }
 

@@ -130,7 +130,7 @@ def sys_clock_nanosleep(node, args):
     ns = read_timespec(node, args[2])
     now = clock_value(node, clk)
     if ns is None or now is None:
-        return Ret(errno.EINVAL)          # clock_nanosleep returns the error number
+        return Err(errno.EINVAL)
     if flags & TIMER_ABSTIME:
         ns = ns - now
     block = sleep_block(node, ns, 0 if flags & TIMER_ABSTIME else args[3], "clock_nanosleep")
@@ -147,8 +147,11 @@ def sys_getrandom(node, args):
 
 
 # -- fds 3 and 193, and writes to virtual sockets ----------------------------------
+IOV_MAX = 1024
+
+
 def read_iovecs(node, addr: int, count: int) -> bytes | None:
-    if count > 1024:
+    if count > IOV_MAX:
         return None
     raw = node.read(addr, 16 * count)
     if raw is None or len(raw) != 16 * count:
@@ -181,6 +184,8 @@ def sys_write(node, args):
 @handles("writev", "pwritev", "pwritev2")
 def sys_writev(node, args):
     fd = fd_arg(args[0])
+    if args[2] > IOV_MAX:
+        return Err(errno.EINVAL)
     data = read_iovecs(node, args[1], args[2])
     if data is None:
         return Err(errno.EFAULT)

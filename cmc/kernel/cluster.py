@@ -424,10 +424,10 @@ class Cluster:
                 for ep in mine:
                     ep.closed = True
                 self._reset(conn)
-        for table in (self.net.listeners, self.net.udp):
-            for addr, (owner, _) in list(table.items()):
-                if owner == node.index:
-                    del table[addr]
+        self.net.tcp = [(o, s) for o, s in self.net.tcp if o != node.index]
+        for addr, (owner, _) in list(self.net.udp.items()):
+            if owner == node.index:
+                del self.net.udp[addr]
         self.net.collect()
         node.crashes += 1
         node.incarnation += 1
@@ -466,7 +466,7 @@ class Cluster:
         dgrams = tuple(sorted(d.group() for d in self.net.dgrams))
         udp = tuple(sorted((fmt_addr(a), o, tuple((fmt_addr(src), data) for src, data in s.rqueue))
                            for a, (o, s) in self.net.udp.items()))
-        listeners = sorted((fmt_addr(a), o) for a, (o, _) in self.net.listeners.items())
+        listeners = sorted((fmt_addr(s.local), o, s.listening) for o, s in self.net.tcp)
         clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf)) for c in self.clients]
         budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
         world = (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),

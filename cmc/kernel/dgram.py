@@ -42,6 +42,9 @@ def connect(node, sock: Sock, raw_addr: int, length: int) -> object:
 
 
 def send(node, sock: Sock, data: bytes, dst) -> object:
+    if sock.error:
+        err, sock.error = sock.error, 0
+        return Err(err)
     if dst is None:
         dst = sock.peer
     if dst is None:
@@ -55,14 +58,20 @@ def send(node, sock: Sock, data: bytes, dst) -> object:
 
 
 def recv(node, sock: Sock, length: int, flags: int, deliver, write_src) -> Block:
-    from .sockcalls import MSG_DONTWAIT, MSG_PEEK, SO_RCVTIMEO, sock_timeout
+    from .sockcalls import MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SO_RCVTIMEO, sock_timeout
 
     def attempt():
+        if sock.error:                        # an ICMP error for a connected socket
+            err, sock.error = sock.error, 0
+            return Err(err)
         if sock.rqueue:
             src, data = sock.rqueue[0] if flags & MSG_PEEK else sock.rqueue.popleft()
             node.moved = data[:length]
-            bad = deliver(data[:length]) or write_src(src)
-            return bad if bad is not None else Ret(min(len(data), length))
+            cut = len(data) > length
+            bad = deliver(data[:length], cut) or write_src(src)
+            if bad is not None:
+                return bad
+            return Ret(len(data) if flags & MSG_TRUNC else min(len(data), length))
         if sock.nonblock or flags & MSG_DONTWAIT:
             return Err(errno.EAGAIN)
         return None
@@ -72,8 +81,11 @@ def recv(node, sock: Sock, length: int, flags: int, deliver, write_src) -> Block
 def arrive(cluster, dgram: Datagram) -> None:
     """The environment delivers one datagram."""
     found = cluster.net.udp_for(dgram.dst)
-    if found is None:
-        return                               # nobody bound there: lost
+    if found is None:                        # nobody bound there: lost; a connected
+        sender = cluster.net.udp.get(dgram.src)      # sender hears of it (ICMP)
+        if sender is not None and sender[1].peer == dgram.dst:
+            sender[1].error = errno.ECONNREFUSED
+        return
     owner, sock = found
     if sock.peer is not None and sock.peer != dgram.src:
         return                               # a connected socket filters other sources

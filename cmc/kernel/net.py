@@ -110,9 +110,17 @@ class Sock:
     error: int = 0                                    # SO_ERROR
     options: dict = field(default_factory=dict)
     refs: int = 1
+    ino: int = 0             # st_ino, distinct per socket
+    v6only: bool = False
+    shut_rd: bool = False
+    linger_reset: bool = False   # SO_LINGER {1, 0}: close sends RST
     arrivals: int = 0        # connections or datagrams that arrived (for EPOLLET)
     rqueue: deque = field(default_factory=deque)     # UDP: (src addr, bytes)
     peer: Addr | None = None                          # UDP: connected peer
+
+    def flag(self, name: str) -> bool:
+        opt = {"reuseaddr": (1, 2), "reuseport": (1, 15)}[name]
+        return bool(self.options.get(opt))
 
     @property
     def ep(self) -> Endpoint | None:
@@ -136,7 +144,7 @@ class Network:
 
     def __init__(self, channel_cap: int):
         self.conns: list[Connection] = []
-        self.listeners: dict[Addr, tuple[int, Sock]] = {}
+        self.tcp: list[tuple[int, Sock]] = []           # bound TCP sockets, bind order
         self.dgrams: list[Datagram] = []                 # UDP datagrams in flight
         self.udp: dict[Addr, tuple[int, Sock]] = {}     # bound UDP sockets
         self.channel_cap = channel_cap
@@ -144,16 +152,44 @@ class Network:
 
     # -- lookups -------------------------------------------------------------
     def listener_for(self, addr: Addr):
+        """Who accepts a connection to addr now: an exact address first, then a
+        wildcard (0.0.0.0 or ::, SPEC §8: every address; an IPV6_V6ONLY socket
+        only IPv6 ones); among equals, the first bound (SO_REUSEPORT)."""
         ip, port = addr
-        for cand in ((ip, port), ("0.0.0.0", port), ("::", port)):
-            if cand in self.listeners:
-                return self.listeners[cand]
-        if ip in ("127.0.0.1", "0.0.0.0"):
-            return self.listeners.get(("::", port))
+        listening = [(o, s) for o, s in self.tcp if s.listening and s.local[1] == port]
+        for o, s in listening:
+            if s.local[0] == ip:
+                return o, s
+        for o, s in listening:
+            if s.local[0] in ("0.0.0.0", "::") and not (s.v6only and ":" not in ip):
+                return o, s
         return None
 
+    def tcp_conflict(self, sock: Sock, addr: Addr, listening: bool) -> bool:
+        """Would binding (or listening on) addr clash with another TCP socket?
+        As on Linux: not when both sockets set SO_REUSEPORT, nor at bind time when
+        both set SO_REUSEADDR and the other one is not listening."""
+        for _, other in self.tcp:
+            if other is sock or other.local[1] != addr[1]:
+                continue
+            ips = {other.local[0], addr[0]}
+            if len(ips) == 2 and not ips & {"0.0.0.0", "::"}:
+                continue
+            if sock.flag("reuseport") and other.flag("reuseport"):
+                continue
+            if not listening and not other.listening and sock.flag("reuseaddr") \
+                    and other.flag("reuseaddr"):
+                continue
+            if listening and not other.listening:
+                continue
+            return True
+        return False
+
+    def forget(self, sock: Sock) -> None:
+        self.tcp = [(o, s) for o, s in self.tcp if s is not sock]
+
     def addr_in_use(self, addr: Addr, udp: bool = False) -> bool:
-        return addr in (self.udp if udp else self.listeners)
+        return addr in self.udp
 
     def udp_for(self, addr: Addr):
         ip, port = addr

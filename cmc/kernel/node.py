@@ -13,6 +13,7 @@ import json
 import os
 import select
 import signal
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -84,6 +85,7 @@ class Node:
         self.cloexec: set[int] = set()
         self.epolls: dict[int, dict] = {}   # epoll fd -> {virtual fd: Registration}
         self.threads = 1
+        self.next_ino = 0              # st_ino of the next virtual socket
         self.moved = None              # bytes the current call moved (for the call log)
         self.pending = None            # (Notification, Block)
         self.random_offset = 0
@@ -215,6 +217,9 @@ class Node:
         """Answer the held call with `outcome` (None: nothing held) and run the
         node until it blocks in a call that cannot complete, or exits."""
         from .calls import dispatch
+        # The watchdog is real time per step: a node that keeps making calls that
+        # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
+        self._deadline = time.monotonic() + self.cluster.watchdog_s
         while True:
             if outcome is not None and outcome[1] is not ANSWERED:
                 notif = outcome[0]
@@ -297,9 +302,10 @@ class Node:
         self.run((notif, block.on_fire()))
 
     def _next_notification(self):
-        watchdog = self.cluster.watchdog_s
-        events = self._poller.poll(int(watchdog * 1000))
+        left = self._deadline - time.monotonic()
+        events = self._poller.poll(max(int(left * 1000), 0)) if left > 0 else []
         if not events:
+            watchdog = self.cluster.watchdog_s
             raise TargetError(self.cluster.where(self) +
                               f"ran for {watchdog:g} s without blocking in an emulated call "
                               "(watchdog; raise it with --watchdog)")

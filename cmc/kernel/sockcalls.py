@@ -18,11 +18,15 @@ from .filter import VFD_BASE
 from .net import CONNECT, DATA, FIN, RST, Msg, Sock
 from .node import CONTINUE, Block, Err, Ret
 
+# Families that stay inside the node and run natively.
+NATIVE_FAMILIES = (socket.AF_UNIX, socket.AF_NETLINK)
+
 SOCK_STREAM, SOCK_DGRAM = 1, 2
 SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, 0o2000000
 O_NONBLOCK = 0o4000
-MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL = 0x2, 0x40, 0x100, 0x4000
+MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL = 0x2, 0x20, 0x40, 0x100, 0x4000
 POLLIN, POLLPRI, POLLOUT, POLLERR, POLLHUP, POLLNVAL, POLLRDHUP = 1, 2, 4, 8, 0x10, 0x20, 0x2000
+POLLRDNORM, POLLWRNORM = 0x40, 0x100
 SOL_SOCKET, IPPROTO_TCP = 1, 6
 SO_TYPE, SO_ERROR, SO_RCVTIMEO, SO_SNDTIMEO = 3, 4, 20, 21
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
@@ -59,36 +63,62 @@ def with_sock(fn):
 @handles("socket")
 def sys_socket(node, args):
     family, stype, proto = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF
+    if family in NATIVE_FAMILIES:
+        return CONTINUE      # local to the node: AF_UNIX, netlink
     if family not in (socket.AF_INET, socket.AF_INET6):
-        return CONTINUE      # AF_UNIX, netlink...: native
-    base = stype & 0xF
-    if base not in (SOCK_STREAM, SOCK_DGRAM) or (base == SOCK_STREAM and proto not in (0, 6)) \
-            or (base == SOCK_DGRAM and proto not in (0, 17)):
         return unsupported(node, node.current.nr, args,
-                           "asks for a socket type or protocol cmc does not emulate "
-                           "(TCP streams and UDP datagrams are)")
-    sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK))
+                           "asks for a socket family cmc does not emulate (only AF_INET and "
+                           "AF_INET6 are virtual; AF_UNIX and AF_NETLINK run natively), and "
+                           "nothing may reach the host's network")
+    base = stype & 0xF
+    if stype & ~(0xF | SOCK_NONBLOCK | SOCK_CLOEXEC):
+        return Err(errno.EINVAL)
+    if base not in (SOCK_STREAM, SOCK_DGRAM):
+        return unsupported(node, node.current.nr, args,
+                           "asks for a socket type cmc does not emulate (TCP streams and UDP "
+                           "datagrams are)")
+    if (base == SOCK_STREAM and proto not in (0, 6)) or (base == SOCK_DGRAM and proto not in (0, 17)):
+        return Err(errno.EPROTONOSUPPORT)
+    node.next_ino += 1
+    sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK), ino=node.next_ino)
     return Ret(new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC)))
 
 
 @handles("bind")
 @with_sock
 def sys_bind(node, sock, args):
-    parsed = sockaddr.read(node, args[1], args[2])
-    if parsed is None:
-        return Err(errno.EINVAL)
+    parsed = read_addr(node, sock, args[1], args[2])
+    if isinstance(parsed, Err):
+        return parsed
     if sock.local is not None:
         return Err(errno.EINVAL)
-    _, (ip, port) = parsed
+    ip, port = parsed
     if port == 0:
         port = node.cluster.ephemeral_port(node)
     addr = (ip, port)
     if sock.stype == SOCK_DGRAM:
         return dgram.bind(node, sock, addr)
-    if node.cluster.net.addr_in_use(addr):
+    net = node.cluster.net
+    if net.tcp_conflict(sock, addr, listening=False):
         return Err(errno.EADDRINUSE)
     sock.local = addr
+    net.tcp.append((node.index, sock))
     return Ret(0)
+
+
+def read_addr(node, sock: Sock, ptr: int, length: int):
+    """The address a bind/connect/sendto names, checked against the socket's family
+    as Linux does; an Err when it does not fit."""
+    raw = node.read(ptr, min(length, 128)) if ptr and length >= 2 else None
+    if raw is None:
+        return Err(errno.EFAULT if ptr else errno.EINVAL)
+    family = struct.unpack_from("<H", raw)[0]
+    if sock.family == socket.AF_INET and family != socket.AF_INET:
+        return Err(errno.EAFNOSUPPORT)
+    if sock.family == socket.AF_INET6 and (family != socket.AF_INET6 or length < 24):
+        return Err(errno.EINVAL)
+    parsed = sockaddr.parse(raw)
+    return Err(errno.EINVAL) if parsed is None else parsed[1]
 
 
 @handles("listen")
@@ -102,10 +132,10 @@ def sys_listen(node, sock, args):
     if sock.local is None:
         sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::",
                       node.cluster.ephemeral_port(node))
+        net.tcp.append((node.index, sock))
     if not sock.listening:
-        if net.addr_in_use(sock.local):
+        if net.tcp_conflict(sock, sock.local, listening=True):
             return Err(errno.EADDRINUSE)
-        net.listeners[sock.local] = (node.index, sock)
         sock.listening = True
     return Ret(0)
 
@@ -137,9 +167,9 @@ def sys_getpeername(node, sock, args):
 def sys_accept(node, sock, args):
     if sock.stype == SOCK_DGRAM:
         return Err(errno.EOPNOTSUPP)
-    if not sock.listening:
+    flags = args[3] & 0xFFFFFFFF if node.current.nr == 288 else 0
+    if not sock.listening or flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC):
         return Err(errno.EINVAL)
-    flags = args[3] if node.current.nr == 288 else 0
 
     def attempt():
         while sock.backlog:
@@ -147,8 +177,9 @@ def sys_accept(node, sock, args):
             if conn.b is None or conn.b.closed:
                 continue
             conn.b.accepted = True
+            node.next_ino += 1
             new = Sock(sock.family, SOCK_STREAM, nonblock=bool(flags & SOCK_NONBLOCK),
-                       local=conn.dst, conn=conn, side=1)
+                       local=conn.dst, conn=conn, side=1, ino=node.next_ino)
             if not sockaddr.write(node, args[1], args[2], sock.family, conn.a.addr):
                 return Err(errno.EFAULT)
             return Ret(new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC)))
@@ -161,20 +192,22 @@ def sys_accept(node, sock, args):
 def sys_connect(node, sock, args):
     if sock.stype == SOCK_DGRAM:
         return dgram.connect(node, sock, args[1], args[2])
-    parsed = sockaddr.read(node, args[1], args[2])
-    if parsed is None:
-        return Err(errno.EINVAL)
+    if sock.conn is not None:
+        if sock.connecting:           # a non-blocking connect asked again (Linux)
+            outcome = connect_outcome(sock, report=True)
+            return Err(errno.EALREADY) if outcome is None else outcome
+        return Err(errno.EISCONN)
+    parsed = read_addr(node, sock, args[1], args[2])
+    if isinstance(parsed, Err):
+        return parsed
     if sock.listening:
         return Err(errno.EINVAL)
-    if sock.conn is not None:
-        if sock.connecting:
-            return Err(errno.EALREADY)
-        return Err(errno.EISCONN)
-    _, dst = parsed
+    dst = parsed
     if dst[0] in ("0.0.0.0", "::"):
         dst = ("127.0.0.1" if dst[0] == "0.0.0.0" else "::1", dst[1])
     if sock.local is None:
         sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", node.cluster.ephemeral_port(node))
+        node.cluster.net.tcp.append((node.index, sock))
     sock.conn = node.cluster.net.connect(node.index, sock.local, dst)
     sock.side = 0
     sock.connecting = True
@@ -190,13 +223,13 @@ def connect_outcome(sock: Sock, report: bool):
     """The result of a connect once known (None while CONNECT is in flight)."""
     conn = sock.conn
     if conn.established:
-        sock.connecting = False
+        if report:                    # the connect call itself learns it: once
+            sock.connecting = False
         return Ret(0)
     if conn.refused:
-        sock.connecting = False
         if report:
+            sock.connecting = False
             conn.a.reset_reported = True
-            return Err(errno.ECONNREFUSED)
         return Err(errno.ECONNREFUSED)
     return None
 
@@ -276,14 +309,11 @@ def _send_now(node, sock: Sock, data: bytes, flags: int):
 @handles("sendto")
 def sys_sendto(node, args):
     dst = None
-    if args[4]:
-        sock = get_sock(node, fd_arg(args[0]))
-        if sock is not None and sock.conn is not None:
-            return Err(errno.EISCONN)
-        parsed = sockaddr.read(node, args[4], args[5])
-        if parsed is None:
-            return Err(errno.EINVAL)
-        dst = parsed[1]
+    sock = get_sock(node, fd_arg(args[0]))
+    if args[4] and sock is not None and sock.stype == SOCK_DGRAM:   # a stream ignores it
+        dst = read_addr(node, sock, args[4], args[5])
+        if isinstance(dst, Err):
+            return dst
     return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
 
 
@@ -296,15 +326,17 @@ def sys_sendmsg(node, args):
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
     name, namelen, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    if iovlen > 1024:
+        return Err(errno.EINVAL)
     data = read_iovecs(node, iov, iovlen)
     if data is None:
         return Err(errno.EFAULT)
     dst = None
-    if name:
-        parsed = sockaddr.read(node, name, namelen)
-        if parsed is None:
-            return Err(errno.EINVAL)
-        dst = parsed[1]
+    sock = get_sock(node, fd_arg(args[0]))
+    if name and sock is not None and sock.stype == SOCK_DGRAM:
+        dst = read_addr(node, sock, name, namelen)
+        if isinstance(dst, Err):
+            return dst
     return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg", dst)
 
 
@@ -335,7 +367,8 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
                 return Err(errno.ECONNREFUSED)
         ep = sock.ep
         want = length if flags & MSG_WAITALL else 1
-        if ep.rbuf and (len(ep.rbuf) >= min(want, length) or ep.eof or ep.reset) or length == 0:
+        if ep.rbuf and (len(ep.rbuf) >= min(want, length) or ep.eof or ep.reset) or \
+                (length == 0 and (ep.rbuf or ep.eof)):
             data = bytes(ep.rbuf[:length])
             node.moved = data
             if not flags & MSG_PEEK:
@@ -347,7 +380,7 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
                 ep.reset_reported = True
                 return Err(errno.ECONNRESET)
             return Ret(0)
-        if ep.eof:
+        if ep.eof or sock.shut_rd:
             return Ret(0)
         if sock.nonblock or flags & MSG_DONTWAIT:
             return Err(errno.EAGAIN)
@@ -356,11 +389,11 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
 
 
 def _to_buffer(node, buf: int):
-    return lambda data: None if node.write(buf, data) else Err(errno.EFAULT)
+    return lambda data, truncated=False: None if node.write(buf, data) else Err(errno.EFAULT)
 
 
 def _to_iovecs(node, iov: int, count: int):
-    def deliver(data: bytes):
+    def deliver(data: bytes, truncated: bool = False):
         raw = node.read(iov, 16 * count)
         if raw is None:
             return Err(errno.EFAULT)
@@ -391,6 +424,8 @@ def sys_read(node, args):
 
 @handles("readv")
 def sys_readv(node, args):
+    if args[2] > 1024:
+        return Err(errno.EINVAL)
     total = _iov_total(node, args[1], args[2])
     if total is None:
         return Err(errno.EFAULT)
@@ -408,7 +443,7 @@ def sys_recvfrom(node, args):
             return Err(errno.EFAULT)
         return None
 
-    def deliver(data):
+    def deliver(data, truncated=False):
         bad = to_buf(data)
         if bad is None and sock.stype == SOCK_STREAM:
             bad = write_src(sock.conn.a.addr if sock.side == 1 else sock.conn.dst)
@@ -435,13 +470,13 @@ def sys_recvmsg(node, args):
             node.write(args[1] + 8, struct.pack("<I", len(data)))
         return None
 
-    def deliver(data):
+    def deliver(data, truncated=False):
         bad = to_iov(data)
-        # no address (streams), no control data, no flags
+        # no address (streams), no control data; MSG_TRUNC for a cut datagram
         if sock.stype == SOCK_STREAM:
             node.write(args[1] + 8, struct.pack("<I", 0))
         node.write(args[1] + 40, struct.pack("<Q", 0))
-        node.write(args[1] + 48, struct.pack("<i", 0))
+        node.write(args[1] + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
         return bad
     return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
 
@@ -453,8 +488,8 @@ def release(node, sock: Sock) -> None:
     if sock.stype == SOCK_DGRAM:
         dgram.release(node, sock)
         return
+    cluster.net.forget(sock)
     if sock.listening:
-        cluster.net.listeners.pop(sock.local, None)
         for conn in sock.backlog:
             if conn.b is not None and not conn.b.accepted:
                 conn.b.closed = True
@@ -464,7 +499,7 @@ def release(node, sock: Sock) -> None:
     elif sock.conn is not None:
         ep = sock.ep
         if not ep.reset and not (sock.conn.refused):
-            if ep.rbuf:
+            if ep.rbuf or sock.linger_reset:
                 cluster.send(sock.conn, sock.side, Msg(RST))
             elif not ep.shut_wr:
                 cluster.send(sock.conn, sock.side, Msg(FIN))
@@ -495,10 +530,12 @@ def sys_close(node, args):
 @with_sock
 def sys_shutdown(node, sock, args):
     how = args[1] & 0xFFFFFFFF
-    if sock.conn is None or sock.connecting:
-        return Err(errno.ENOTCONN)
     if how not in (0, 1, 2):
         return Err(errno.EINVAL)
+    if sock.conn is None or not sock.conn.established:
+        return Err(errno.ENOTCONN)
+    if how in (0, 2):
+        sock.shut_rd = True
     ep = sock.ep
     if how in (1, 2) and not ep.shut_wr and not ep.reset:
         ep.shut_wr = True
@@ -507,6 +544,21 @@ def sys_shutdown(node, sock, args):
 
 
 # -- options, flags, descriptors ------------------------------------------------------
+# Socket options. Booleans read back as 0/1 and buffer sizes are doubled, as Linux
+# does; options cmc does not know are kept and read back as set (4-byte ints).
+SO_REUSEADDR, SO_BROADCAST, SO_SNDBUF, SO_RCVBUF, SO_KEEPALIVE = 2, 6, 7, 8, 9
+SO_OOBINLINE, SO_LINGER, SO_REUSEPORT, SO_ACCEPTCONN = 10, 13, 15, 30
+SO_PROTOCOL, SO_DOMAIN = 38, 39
+IPPROTO_IPV6, IPV6_V6ONLY = 41, 26
+TCP_NODELAY, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT = 1, 4, 5, 6
+BOOLEAN_OPTIONS = {(SOL_SOCKET, SO_REUSEADDR), (SOL_SOCKET, SO_BROADCAST),
+                   (SOL_SOCKET, SO_KEEPALIVE), (SOL_SOCKET, SO_OOBINLINE),
+                   (SOL_SOCKET, SO_REUSEPORT), (IPPROTO_TCP, TCP_NODELAY),
+                   (IPPROTO_IPV6, IPV6_V6ONLY)}
+DEFAULT_BUF = {SO_SNDBUF: 16384, SO_RCVBUF: 131072}     # Linux's loopback defaults
+INT = struct.Struct("<i")
+
+
 @handles("setsockopt")
 @with_sock
 def sys_setsockopt(node, sock, args):
@@ -514,40 +566,85 @@ def sys_setsockopt(node, sock, args):
     raw = node.read(ptr, min(optlen, 64)) if ptr else b""
     if raw is None:
         return Err(errno.EFAULT)
-    if level == SOL_SOCKET and opt in (SO_RCVTIMEO, SO_SNDTIMEO):
+    key = (level, opt)
+    if key in ((SOL_SOCKET, SO_RCVTIMEO), (SOL_SOCKET, SO_SNDTIMEO)):
         if len(raw) < 16:
             return Err(errno.EINVAL)
         sec, usec = struct.unpack_from("<qq", raw)
-        sock.options[(level, opt)] = sec * 10**9 + usec * 1000
+        if not 0 <= usec < 10**6:
+            return Err(errno.EDOM)
+        sock.options[key] = max(sec, 0) * 10**9 + usec * 1000
+        return Ret(0)
+    if key == (SOL_SOCKET, SO_LINGER):
+        if len(raw) < 8:
+            return Err(errno.EINVAL)
+        onoff, secs = struct.unpack_from("<ii", raw)
+        sock.options[key] = raw[:8]
+        sock.linger_reset = bool(onoff) and secs == 0
+        return Ret(0)
+    if len(raw) < 4:
+        return Err(errno.EINVAL)
+    value = INT.unpack_from(raw)[0]
+    if key in BOOLEAN_OPTIONS:
+        sock.options[key] = int(value != 0)
+        if key == (IPPROTO_IPV6, IPV6_V6ONLY):
+            if sock.family != socket.AF_INET6:
+                return Err(errno.ENOPROTOOPT)
+            sock.v6only = value != 0
+    elif level == SOL_SOCKET and opt in DEFAULT_BUF:
+        sock.options[key] = max(value, 0) * 2
     else:
-        sock.options[(level, opt)] = raw
+        sock.options[key] = value
     return Ret(0)
+
+
+def _option_value(sock: Sock, level: int, opt: int) -> bytes:
+    key = (level, opt)
+    if level == SOL_SOCKET:
+        if opt == SO_ERROR:
+            value = 0
+            if sock.error:                      # e.g. ECONNREFUSED on connected UDP
+                value, sock.error = sock.error, 0
+            elif sock.conn is not None and sock.conn.refused and not sock.conn.a.reset_reported:
+                value = errno.ECONNREFUSED
+                sock.conn.a.reset_reported = True
+            elif sock.ep is not None and sock.ep.reset and not sock.ep.reset_reported:
+                value = errno.ECONNRESET
+                sock.ep.reset_reported = True   # reading SO_ERROR clears it
+            return INT.pack(value)
+        if opt == SO_TYPE:
+            return INT.pack(sock.stype)
+        if opt == SO_DOMAIN:
+            return INT.pack(sock.family)
+        if opt == SO_PROTOCOL:
+            return INT.pack(6 if sock.stype == SOCK_STREAM else 17)
+        if opt == SO_ACCEPTCONN:
+            return INT.pack(int(sock.listening))
+        if opt in (SO_RCVTIMEO, SO_SNDTIMEO):
+            ns = sock.options.get(key, 0)
+            return struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)
+        if opt == SO_LINGER:
+            return sock.options.get(key, bytes(8))
+        if opt in DEFAULT_BUF:
+            return INT.pack(sock.options.get(key, DEFAULT_BUF[opt]))
+    if key == (IPPROTO_IPV6, IPV6_V6ONLY):
+        return INT.pack(int(sock.v6only))
+    return INT.pack(sock.options.get(key, 0))
 
 
 @handles("getsockopt")
 @with_sock
 def sys_getsockopt(node, sock, args):
     level, opt, ptr, lenptr = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
-    if level == SOL_SOCKET and opt == SO_ERROR:
-        value = 0
-        if sock.conn is not None and sock.conn.refused and not sock.conn.a.reset_reported:
-            value = errno.ECONNREFUSED
-            sock.conn.a.reset_reported = True
-        elif sock.ep is not None and sock.ep.reset and not sock.ep.reset_reported:
-            value = errno.ECONNRESET
-        data = struct.pack("<i", value)
-    elif level == SOL_SOCKET and opt == SO_TYPE:
-        data = struct.pack("<i", sock.stype)
-    elif level == SOL_SOCKET and opt in (SO_RCVTIMEO, SO_SNDTIMEO):
-        ns = sock.options.get((level, opt), 0)
-        data = struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)
-    else:
-        data = sock.options.get((level, opt), struct.pack("<i", 0))
     raw = node.read(lenptr, 4)
     if raw is None or len(raw) != 4:
         return Err(errno.EFAULT)
-    room = struct.unpack("<I", raw)[0]
-    node.write(ptr, data[:room])
+    room = INT.unpack(raw)[0]
+    if room < 0:
+        return Err(errno.EINVAL)
+    data = _option_value(sock, level, opt)
+    if not node.write(ptr, data[:room]):
+        return Err(errno.EFAULT)
     node.write(lenptr, struct.pack("<I", min(room, len(data))))
     return Ret(0)
 
@@ -605,6 +702,8 @@ def sys_ioctl(node, sock, args):
         sock.nonblock = struct.unpack("<i", raw)[0] != 0
         return Ret(0)
     if req == FIONREAD:
+        if sock.listening:
+            return Err(errno.EINVAL)
         if sock.stype == SOCK_DGRAM:
             n = len(sock.rqueue[0][1]) if sock.rqueue else 0
         else:
@@ -613,8 +712,9 @@ def sys_ioctl(node, sock, args):
     return unsupported(node, node.current.nr, args, "uses an ioctl cmc does not emulate")
 
 
-def _stat_bytes() -> bytes:
+def _stat_bytes(sock: Sock) -> bytes:
     st = bytearray(144)
+    struct.pack_into("<Q", st, 8, sock.ino)                # st_ino
     struct.pack_into("<I", st, 24, S_IFSOCK | 0o777)      # st_mode
     struct.pack_into("<Q", st, 16, 1)                      # st_nlink
     struct.pack_into("<q", st, 56, 4096)                   # st_blksize
@@ -624,7 +724,7 @@ def _stat_bytes() -> bytes:
 @handles("fstat")
 @with_sock
 def sys_fstat(node, sock, args):
-    return Ret(0) if node.write(args[1], _stat_bytes()) else Err(errno.EFAULT)
+    return Ret(0) if node.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
 @handles("newfstatat")
@@ -635,7 +735,7 @@ def sys_newfstatat(node, args):
     path = node.read_cstr(args[1])
     if path != b"":
         return Err(errno.ENOTDIR)
-    return Ret(0) if node.write(args[2], _stat_bytes()) else Err(errno.EFAULT)
+    return Ret(0) if node.write(args[2], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
 @handles("dup")
@@ -657,6 +757,8 @@ def sys_dup2(node, args):
     if new < VFD_BASE:
         return unsupported(node, node.current.nr, args,
                            "moves a virtual socket below descriptor 500")
+    if node.current.nr == 292 and args[2] & ~0o2000000:
+        return Err(errno.EINVAL)
     if old == new:
         return Err(errno.EINVAL) if node.current.nr == 292 else Ret(new)
     close_vfd(node, new)
@@ -684,13 +786,15 @@ def ready_token(sock: Sock) -> tuple:
     """Changes whenever something arrives for the socket: EPOLLET reports again only then."""
     ep = sock.ep
     if ep is None:
-        return (sock.arrivals, sock.connecting)
-    return (sock.arrivals, sock.connecting, ep.arrivals, ep.eof, ep.reset)
+        return (sock.arrivals,)
+    return (sock.arrivals, sock.conn.established, sock.conn.refused, ep.arrivals, ep.eof,
+            ep.reset)
 
 
 def readiness(sock: Sock) -> int:
     if sock.stype == SOCK_DGRAM:
-        return POLLOUT | (POLLIN if sock.rqueue else 0)
+        return POLLOUT | POLLWRNORM | (POLLIN | POLLRDNORM if sock.rqueue else 0) | \
+            (POLLERR if sock.error else 0)
     if sock.listening:
         return POLLIN if any(c.b is not None and not c.b.closed for c in sock.backlog) else 0
     if sock.conn is None:
@@ -699,18 +803,18 @@ def readiness(sock: Sock) -> int:
         outcome = connect_outcome(sock, report=False)
         if outcome is None:
             return 0
-        if isinstance(outcome, Err):
-            return POLLOUT | POLLERR | POLLHUP
+        if isinstance(outcome, Err):      # refused: closed both ways, as on Linux
+            return POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLRDHUP
     ep = sock.ep
     if ep.reset:
-        return POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDHUP
-    ev = 0 if ep.shut_wr else POLLOUT
+        return POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLRDHUP
+    ev = POLLOUT | POLLWRNORM          # Linux's tcp_poll: writable, also after SHUT_WR
     if ep.rbuf:
-        ev |= POLLIN
-    if ep.eof:
-        ev |= POLLIN | POLLRDHUP
-        if ep.shut_wr:
-            ev |= POLLHUP
+        ev |= POLLIN | POLLRDNORM
+    if ep.eof or sock.shut_rd:
+        ev |= POLLIN | POLLRDNORM | POLLRDHUP
+    if (ep.eof or sock.shut_rd) and ep.shut_wr:
+        ev |= POLLHUP
     return ev
 
 

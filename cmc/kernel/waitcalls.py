@@ -3,7 +3,9 @@
 Readiness of a virtual socket is decided by cmc (that is where the interleavings
 live). A real descriptor (a pipe, a file, an AF_UNIX socket) in the same set is
 answered truthfully: cmc takes a copy of it with pidfd_getfd and asks the real
-kernel without waiting. A set with no virtual socket at all runs natively.
+kernel without waiting. A call with a finite timeout is always cmc's, since its
+timeout is logical time (a FIRE); a set of real descriptors only, waited for
+without a timeout, runs natively.
 
 epoll: the epoll instance is a real one, created by cmc and placed in the node
 with SECCOMP_IOCTL_NOTIF_ADDFD, so cmc knows every epoll fd number of a node.
@@ -58,8 +60,8 @@ def _poll(node, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
     if raw is None or len(raw) != POLLFD.size * nfds:
         return Err(errno.EFAULT)
     entries = [POLLFD.unpack_from(raw, POLLFD.size * i) for i in range(nfds)]
-    if not any(fd >= VFD_BASE for fd, _, _ in entries):
-        return CONTINUE
+    if timeout_ns is None and not any(fd >= VFD_BASE for fd, _, _ in entries):
+        return CONTINUE          # real descriptors only, no timeout: the real kernel waits
 
     def scan():
         out = bytearray(raw)
@@ -117,8 +119,8 @@ def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
             return Err(errno.EFAULT)
         sets.append(int.from_bytes(raw, "little"))
     wanted = [fd for fd in range(nfds) if any(s is not None and s >> fd & 1 for s in sets)]
-    if not any(fd >= VFD_BASE for fd in wanted):
-        return CONTINUE
+    if timeout_ns is None and not any(fd >= VFD_BASE for fd in wanted):
+        return CONTINUE          # real descriptors only, no timeout: the real kernel waits
     masks = (POLLIN | POLLHUP | POLLERR, POLLOUT | POLLERR, POLLPRI)
 
     def scan():
@@ -185,7 +187,10 @@ def sys_pselect6(node, args):
     timeout = read_timespec(node, args[4]) if args[4] else None
     if args[4] and timeout is None:
         return Err(errno.EINVAL)
-    return _select(node, fd_arg(args[0]), args[1], args[2], args[3], timeout, lambda: None,
+    def zero_timeout():      # the syscall leaves the time not slept in *timeout
+        if args[4]:
+            node.write(args[4], bytes(16))
+    return _select(node, fd_arg(args[0]), args[1], args[2], args[3], timeout, zero_timeout,
                    "pselect6")
 
 
@@ -249,8 +254,9 @@ def sys_epoll_ctl(node, args):
 
 def _epoll_wait(node, epfd: int, events_addr: int, maxevents: int, timeout_ns, what: str):
     regs = node.epolls.get(epfd)
-    if not regs:
-        return CONTINUE          # nothing virtual in it: the real epoll answers
+    if not regs and (timeout_ns is None or epfd not in node.epolls):
+        return CONTINUE          # nothing virtual in it, no timeout: the real epoll waits
+    regs = regs or {}
     if maxevents <= 0:
         return Err(errno.EINVAL)
 
