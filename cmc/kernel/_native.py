@@ -27,8 +27,11 @@ class Notification:
 
 
 def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[int],
-          filter_insns: list[tuple[int, int, int, int]], nofile: int) -> tuple[int, int]:
-    """Fork a node under the filter. Returns (pid, listener)."""
+          filter_insns: list[tuple[int, int, int, int]], nofile: int) -> tuple[int, int, list]:
+    """Start a node under the filter. Returns (pid, listener, keepalive): the child
+    shares cmc's memory until its execve has run, and the kernel reads the path,
+    argv and envp only then, so the caller must hold `keepalive` until the node's
+    first notified execve has been answered."""
     keep = []
 
     def cstrs(items: list[str]):
@@ -47,9 +50,12 @@ def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[i
     for i, (code, jt, jf, k) in enumerate(filter_insns):
         prog[i].code, prog[i].jt, prog[i].jf, prog[i].k = code, jt, jf, k
     out = ffi.new("int *")
-    pid = _check(lib.cmc_spawn(os.fsencode(path), c_argv, c_env, os.fsencode(cwd), c_fds,
-                               prog, len(filter_insns), nofile, out))
-    return pid, out[0]
+    c_path = ffi.new("char[]", os.fsencode(path))
+    c_cwd = ffi.new("char[]", os.fsencode(cwd))
+    keep += [c_argv, c_env, c_fds, prog, c_path, c_cwd]
+    pid = _check(lib.cmc_spawn(c_path, c_argv, c_env, c_cwd, c_fds, prog, len(filter_insns),
+                               nofile, out))
+    return pid, out[0], keep
 
 
 _notif = ffi.new("struct cmc_notif *")

@@ -106,7 +106,7 @@ class Node:
             }
             fds = [null_in.fileno(), so.fileno(), se.fileno(), null_out.fileno(), null_out.fileno()]
             try:
-                self.pid, self.listener = _native.spawn(
+                self.pid, self.listener, keepalive = _native.spawn(
                     self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
             except OSError as e:
                 from ..errors import UnsupportedMachine
@@ -118,7 +118,8 @@ class Node:
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
         COUNTERS["launches"] += 1
-        self.run(None)
+        self.run(None)        # answers the first execve: only then may keepalive go
+        del keepalive
 
     def kill(self) -> None:
         """SIGKILL the process (a CRASH, or cleanup) and reap it."""
