@@ -27,6 +27,17 @@ MONOTONIC_START_NS = 1000 * 10**9
 
 _FILTER = build_filter()
 
+_DEVNULL: list[int] = []
+
+
+def _devnull() -> tuple[int, int]:
+    """/dev/null for reading and for writing, opened once (close-on-exec)."""
+    if not _DEVNULL:
+        _DEVNULL.extend((os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC),
+                         os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)))
+    return _DEVNULL[0], _DEVNULL[1]
+
+
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
 COUNTERS = {"launches": 0, "notifications": 0}
 
@@ -95,8 +106,8 @@ class Node:
     def launch(self) -> None:
         self._reset_incarnation()
         out = self.cluster.output_path(self)
-        with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out, \
-                open(out + ".stdout", "ab") as so, open(out + ".stderr", "ab") as se:
+        null_in, null_out = _devnull()
+        with open(out + ".stdout", "ab") as so, open(out + ".stderr", "ab") as se:
             env = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "LANG": "C",
@@ -104,7 +115,7 @@ class Node:
                 "CMC_NODE": str(self.index),
                 "CMC_INCARNATION": str(self.incarnation),
             }
-            fds = [null_in.fileno(), so.fileno(), se.fileno(), null_out.fileno(), null_out.fileno()]
+            fds = [null_in, so.fileno(), se.fileno(), null_out, null_out]
             try:
                 self.pid, self.listener, keepalive = _native.spawn(
                     self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
