@@ -28,20 +28,9 @@ PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays 
 
 class BreadthFirst(Search):
     def run(self) -> Outcome:
-        system = self.model.fresh()
-        try:
-            fp0 = system.fingerprint()
-            view0 = system.view()
-        except BaseException:
-            system.close()
-            raise
-        self.stats.generated = 1
-        self.found(fp0, None, None, 1)
-        self.reporter.initial(self.stats)
-        bad = self.check_state(fp0, view0)
-        if bad:
-            system.close()
-            return self.violation(bad, fp0)
+        system, fp0, _, outcome = self.begin()
+        if outcome is not None:
+            return outcome
         queue = deque([fp0])
         held = system            # the launched system is already at fp0
         last_progress = time.monotonic()

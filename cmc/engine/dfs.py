@@ -29,20 +29,9 @@ class DepthFirst(Search):
         self.cut: set[bytes] = set()    # worlds at the bound, not expanded (yet)
 
     def run(self) -> Outcome:
-        system = self.model.fresh()
-        try:
-            fp0 = system.fingerprint()
-            view0 = system.view()
-        except BaseException:
-            system.close()
-            raise
-        self.stats.generated = 1
-        self.found(fp0, None, None, 1)
-        self.reporter.initial(self.stats)
-        bad = self.check_state(fp0, view0)
-        if bad:
-            system.close()
-            return self.violation(bad, fp0)
+        system, fp0, _, outcome = self.begin()
+        if outcome is not None:
+            return outcome
         stack = [fp0]
         held = (fp0, system)
         last_progress = time.monotonic()

@@ -84,19 +84,13 @@ class ParallelBreadthFirst(BreadthFirst):
             pool.join()
 
     def _search(self, pool) -> Outcome:
-        system = self.model.fresh()
+        system, fp0, view0, outcome = self.begin()
+        if outcome is not None:
+            return outcome
         try:
-            fp0 = system.fingerprint()
-            view0 = system.view()
             actions0 = [(a.key, a.label) for a in system.actions()]
         finally:
             system.close()
-        self.stats.generated = 1
-        self.found(fp0, None, None, 1)
-        self.reporter.initial(self.stats)
-        bad = self.check_state(fp0, view0)
-        if bad:
-            return self.violation(bad, fp0)
         queue = deque([(fp0, view0, actions0)])     # found, not yet handed out
         pending = deque()                           # handed out, not yet merged
         window = self.workers * self.WINDOW_PER_WORKER

@@ -64,6 +64,26 @@ class Search:
             raise EngineLimit(f"state cap exceeded: more than {self.max_states} distinct "
                               "states (--max-states); raise the cap or lower the budgets")
 
+    def begin(self):
+        """Launch the initial world, count it as generated and distinct, and check it.
+        Returns (system, fingerprint, view, outcome): outcome is the violation found in
+        the initial world (the system is closed then), else None."""
+        system = self.model.fresh()
+        try:
+            fp0 = system.fingerprint()
+            view0 = system.view()
+        except BaseException:
+            system.close()
+            raise
+        self.stats.generated = 1
+        self.found(fp0, None, None, 1)
+        self.reporter.initial(self.stats)
+        bad = self.check_state(fp0, view0)
+        if bad:
+            system.close()
+            return None, fp0, view0, self.violation(bad, fp0)
+        return system, fp0, view0, None
+
     # -- checks ------------------------------------------------------------------------
     def check_state(self, fp: bytes, view: dict) -> Property | None:
         """Invariants and witnesses of a newly found world; the first violated."""
