@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The bug gate (SPEC §7): every demo in demo/ has a planted bug behind #ifdef BUG.
+# Build every demo both ways, run cmc on each model: the correct build must exit 0,
+# the bug build must exit 1 naming the expected property. Prints a table and ends with
+# the line `N passed, M failed`; exits non-zero when anything failed.
+#
+#   scripts/bug_gate.sh                 every demo
+#   scripts/bug_gate.sh relay lease     only these
+#   CMC="cmc" scripts/bug_gate.sh       another cmc command (default: python3 -m cmc)
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$(pwd)
+CMC=${CMC:-python3 -m cmc}
+
+# demo  model file  property the bug build must violate
+GATE="
+durlog  models/durlog.model  no_lost_commit
+relay   models/relay.model   no_lost_message
+lease   models/lease.model   one_leader
+twopc   models/twopc.model   commit_is_final
+raft    models/raft.model    election_safety
+"
+
+if ! make -s -C demo >/dev/null; then
+    echo "bug gate: building the demos failed (make -C demo)" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bug-gate.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0
+failed=0
+warnings=""
+row() { printf '%-8s %-7s %-26s %-26s %9s %9s %6s %8s  %s\n' "$@"; }
+row demo build expected got generated distinct depth seconds result
+row ------ ----- -------- --- --------- -------- ----- ------- ------
+
+while read -r demo model prop; do
+    [ -z "$demo" ] && continue
+    if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$demo"; then
+        continue
+    fi
+    for build in correct bug; do
+        args=(--model-file "$model")
+        expected="exit 0"
+        if [ "$build" = bug ]; then
+            args+=(-D "bin=../demo/build/$demo-bug" --trace-out "$tmp/$demo.trace.json")
+            expected="exit 1: $prop"
+        fi
+        start=$(date +%s%N)
+        # shellcheck disable=SC2086  # CMC may be a command with arguments
+        $CMC "${args[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
+        status=$?
+        end=$(date +%s%N)
+        seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+
+        got="exit $status"
+        violated=$(sed -n -E 's/^Error: (Invariant|Action property|Quiescent property|Temporal property) ([A-Za-z_0-9]+) (is|was) violated\.$/\2/p; s/^Error: Witness ([A-Za-z_0-9]+) was never reached\.$/\1/p' "$tmp/out" | head -n 1)
+        [ -n "$violated" ] && got="$got: $violated"
+        if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
+            err=$(grep -m 1 '^Error:' "$tmp/out" || tail -n 1 "$tmp/err")
+            warnings="$warnings$demo ($build): $err"$'\n'
+        fi
+
+        generated=$(sed -n -E 's/^([0-9]+) states generated, ([0-9]+) distinct states found.*/\1/p' "$tmp/out")
+        distinct=$(sed -n -E 's/^([0-9]+) states generated, ([0-9]+) distinct states found.*/\2/p' "$tmp/out")
+        depth=$(sed -n -E 's/^The depth of the complete state graph search is ([0-9]+)\.$/\1/p' "$tmp/out")
+
+        if [ "$got" = "$expected" ]; then
+            result=PASS
+            passed=$((passed + 1))
+        else
+            result=FAIL
+            failed=$((failed + 1))
+        fi
+        row "$demo" "$build" "$expected" "$got" "${generated:--}" "${distinct:--}" \
+            "${depth:--}" "$seconds" "$result"
+
+        left=$(ps -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
+        if [ "$left" -gt 0 ]; then     # give an exiting process a moment, then look again
+            sleep 1
+            left=$(ps -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
+        fi
+        if [ "$left" -gt 0 ]; then
+            warnings="${warnings}$demo ($build): $left node process(es) still running after the check"$'\n'
+        fi
+    done
+done <<< "$GATE"
+
+if [ -n "$warnings" ]; then
+    echo
+    printf '%s' "$warnings"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
