@@ -15,7 +15,7 @@ from typing import Callable
 
 import xxhash
 
-from ..errors import EngineError, TargetError
+from ..errors import EngineError
 from . import dgram
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
                   fmt_addr, quote)

@@ -15,7 +15,7 @@ import struct
 from . import dgram, sockaddr
 from .calls import fd_arg, handles, read_iovecs, unsupported
 from .filter import VFD_BASE
-from .net import CONNECT, DATA, FIN, RST, Msg, Sock
+from .net import DATA, FIN, RST, Msg, Sock
 from .node import CONTINUE, Block, Err, Ret
 
 # Families that stay inside the node and run natively.
