@@ -244,6 +244,14 @@ def check(args, run: Run) -> int:
     if args.replay:
         from .report.trace import read_trace
         trace = read_trace(args.replay)
+        # The trace says which params it was found with: those not given with -D are
+        # taken from it, so that `cmc --replay TRACE.json` alone runs it again; a -D
+        # that says otherwise is a conflict, refused below.
+        given = {d.split("=", 1)[0].strip() for d in args.defines}
+        for name, value in trace.get("params", {}).items():
+            if name not in given:
+                text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+                args.defines.append(f"{name}={text}")
         model = _load(args, run, args.model_file or trace["model"])
         return replay_trace(args, run, model, trace)
     model = _load(args, run, args.model_file)

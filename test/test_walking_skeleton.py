@@ -137,7 +137,7 @@ def test_replay_shows_each_step_of_durlog_bug_with_node_output(tmp_path):
     trace = tmp_path / "t.json"
     r = run_cmc("--model-file", DURLOG, "-D", BUG, "--trace-out", trace, cwd=tmp_path)
     assert r.returncode == 1
-    r = run_cmc("--replay", trace, "-D", BUG, cwd=tmp_path)
+    r = run_cmc("--replay", trace, cwd=tmp_path)      # the params come from the trace
     assert r.returncode == 1, r.stdout + r.stderr
     steps = re.split(r"^(?=State \d+: )", r.stdout, flags=re.M)[1:]
     assert [s.splitlines()[0] for s in steps] == [
