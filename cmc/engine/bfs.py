@@ -64,19 +64,8 @@ class BreadthFirst(Search):
                 held.close()
             self.stats.unexplored += 1
             return None
-        keys, fps = self.path(fp)
-        if held is None:
-            held, _ = replay(self.model, keys, fps)
-        try:
-            view = held.view()
-            actions = held.actions()
-        except BaseException:
-            held.close()
-            raise
-        if not actions:
-            held.close()
+        held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
         action_keys = [a.key for a in actions]
-        fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
         busy = False
         for i, action in enumerate(actions):
             system = held if i == 0 else replay(self.model, keys, fps)[0]

@@ -75,19 +75,8 @@ class DepthFirst(Search):
             return None, None
         self.cut.discard(fp)            # found again closer to the initial world
         self.stats.unexplored = len(self.cut)
-        keys, fps = self.path(fp)
-        if system is None:
-            system, _ = replay(self.model, keys, fps)
-        try:
-            view = system.view()
-            actions = system.actions()
-        except BaseException:
-            system.close()
-            raise
-        if not actions:
-            system.close()
+        system, keys, fps, view, actions, fair_key = self.open_world(fp, system)
         action_keys = [a.key for a in actions]
-        fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
         busy = False
         left = None
         for n, action in enumerate(reversed(actions)):

@@ -84,6 +84,25 @@ class Search:
             return None, fp0, view0, self.violation(bad, fp0)
         return system, fp0, view0, None
 
+    def open_world(self, fp: bytes, system):
+        """The world `fp` to expand: `system` if already there, else a replay of its
+        path. Returns (system, keys, fps, view, actions, fair key); the system is
+        closed when no action is enabled."""
+        keys, fps = self.path(fp)
+        if system is None:
+            system, _ = replay(self.model, keys, fps)
+        try:
+            view = system.view()
+            actions = system.actions()
+        except BaseException:
+            system.close()
+            raise
+        if not actions:
+            system.close()
+        action_keys = [a.key for a in actions]
+        fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
+        return system, keys, fps, view, actions, fair_key
+
     # -- checks ------------------------------------------------------------------------
     def check_state(self, fp: bytes, view: dict) -> Property | None:
         """Invariants and witnesses of a newly found world; the first violated."""
