@@ -51,11 +51,7 @@ class BreadthFirst(Search):
         finally:
             if held is not None:
                 held.close()
-        self.stats.queue = 0
-        outcome = self.final_checks()
-        if outcome is not None:
-            return outcome
-        return Outcome("ok", self.stats, bounded=self.stats.unexplored > 0)
+        return self.finish()
 
     def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
         depth = self.parent[fp][2]
@@ -65,24 +61,34 @@ class BreadthFirst(Search):
             self.stats.unexplored += 1
             return None
         held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
-        action_keys = [a.key for a in actions]
+
+        def successors():
+            for i, action in enumerate(actions):
+                system = held if i == 0 else replay(self.model, keys, fps)[0]
+                _, fp2, view2 = self.step(system, keys, fps, action.key)
+                yield action.key, fp2, view2, fp2
+        return self.merge(fp, view, depth, [a.key for a in actions], fair_key, successors(),
+                          queue)
+
+    def merge(self, fp: bytes, view: dict, depth: int, action_keys: list, fair_key,
+              successors, queue: deque) -> Outcome | None:
+        """Take the steps from world `fp`, in action order: `successors` yields
+        (action key, fingerprint, world after it, what to queue if it is new)."""
         busy = False
-        for i, action in enumerate(actions):
-            system = held if i == 0 else replay(self.model, keys, fps)[0]
-            _, fp2, view2 = self.step(system, keys, fps, action.key)
-            if action.key == fair_key:
-                self.live.edge(fp, action_keys, action.key, fp2)
-            if action.key[0].startswith("DELIVER") or (action.key[0] == "FIRE" and fp2 != fp):
+        for key, fp2, view2, item in successors:
+            if key == fair_key:
+                self.live.edge(fp, action_keys, key, fp2)
+            if key[0].startswith("DELIVER") or (key[0] == "FIRE" and fp2 != fp):
                 busy = True
             bad = self.check_transition(view, view2)
             if bad:
-                return self.violation(bad, fp, action.key)
+                return self.violation(bad, fp, key)
             if fp2 not in self.parent:
-                self.found(fp2, fp, action.key, depth + 1)
+                self.found(fp2, fp, key, depth + 1)
                 bad = self.check_state(fp2, view2)
                 if bad:
                     return self.violation(bad, fp2)
-                queue.append(fp2)
+                queue.append(item)
         if not busy:
             bad = self.check_quiescent(view)
             if bad:

@@ -57,11 +57,7 @@ class DepthFirst(Search):
         finally:
             if held is not None:
                 held[1].close()
-        self.stats.queue = 0
-        outcome = self.final_checks()
-        if outcome is not None:
-            return outcome
-        return Outcome("ok", self.stats, bounded=self.stats.unexplored > 0)
+        return self.finish()
 
     def expand(self, fp: bytes, system, stack: list):
         """Generate the children of `fp`; returns (outcome or None, the system left

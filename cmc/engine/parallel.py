@@ -25,7 +25,7 @@ from collections import deque
 
 from .bfs import PROGRESS_EVERY, BreadthFirst
 from .model import Outcome
-from .replay import recheck, replay
+from .replay import recheck, replay, take_step
 
 _worker = {}
 
@@ -43,14 +43,8 @@ def _job(keys: list[tuple], fps: list[bytes], key: tuple, det: bool):
     """In a worker: replay to a world, take one step, describe the result."""
     model = _worker["model"]
     try:
-        system, _ = replay(model, keys, fps)
-        try:
-            label = system.apply(key)
-            fp2 = system.fingerprint()
-            view2 = system.view()
-            actions2 = [(a.key, a.label) for a in system.actions()]
-        finally:
-            system.close()
+        label, fp2, view2, actions2 = take_step(replay(model, keys, fps)[0], key,
+                                                with_actions=True)
         if det:
             recheck(model, keys, fps, key, label, fp2, view2)
         return ("ok", label, fp2, view2, actions2)
@@ -120,38 +114,19 @@ class ParallelBreadthFirst(BreadthFirst):
             if now - last_progress >= PROGRESS_EVERY:
                 last_progress = now
                 self.reporter.progress(self.stats)
-        self.stats.queue = 0
-        outcome = self.final_checks()
-        if outcome is not None:
-            return outcome
-        return Outcome("ok", self.stats, bounded=self.stats.unexplored > 0)
+        return self.finish()
 
     def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
-        """Exactly the steps of BreadthFirst.expand, with results from workers."""
+        """BreadthFirst.merge, with the results of the workers' jobs."""
         action_keys = [key for key, _ in actions]
         fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
-        busy = False
-        for (key, _), job in zip(actions, jobs):
-            result = job.get()
-            if result[0] == "raise":
-                raise result[1]
-            _, label, fp2, view2, actions2 = result
-            self.stats.generated += 1
-            if key == fair_key:
-                self.live.edge(fp, action_keys, key, fp2)
-            if key[0].startswith("DELIVER") or (key[0] == "FIRE" and fp2 != fp):
-                busy = True
-            bad = self.check_transition(view, view2)
-            if bad:
-                return self.violation(bad, fp, key)
-            if fp2 not in self.parent:
-                self.found(fp2, fp, key, depth + 1)
-                bad = self.check_state(fp2, view2)
-                if bad:
-                    return self.violation(bad, fp2)
-                queue.append((fp2, view2, actions2))
-        if not busy:
-            bad = self.check_quiescent(view)
-            if bad:
-                return self.violation(bad, fp)
-        return None
+
+        def successors():
+            for (key, _), job in zip(actions, jobs):
+                result = job.get()
+                if result[0] == "raise":
+                    raise result[1]
+                _, label, fp2, view2, actions2 = result
+                self.stats.generated += 1
+                yield key, fp2, view2, (fp2, view2, actions2)
+        return self.merge(fp, view, depth, action_keys, fair_key, successors(), queue)

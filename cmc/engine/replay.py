@@ -66,17 +66,24 @@ def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
     return system, steps
 
 
+def take_step(system: System, key: tuple, with_actions: bool = False):
+    """Apply `key`, read the world after it and close the system. Returns (label,
+    fingerprint, view) and, with_actions, the (key, label) of every enabled action."""
+    try:
+        label = system.apply(key)
+        out = (label, system.fingerprint(), system.view())
+        if with_actions:
+            out += ([(a.key, a.label) for a in system.actions()],)
+    finally:
+        system.close()
+    return out
+
+
 def recheck(model: Model, keys: list[tuple], fps: list[bytes], key: tuple, label: str,
             fp: bytes, view: dict) -> None:
     """--det: take the step `key` from the world reached by `keys` once more, from a
     fresh launch, and require the same label, fingerprint and world."""
-    system, _ = replay(model, keys, fps)
-    try:
-        label2 = system.apply(key)
-        fp2 = system.fingerprint()
-        view2 = system.view()
-    finally:
-        system.close()
+    label2, fp2, view2 = take_step(replay(model, keys, fps)[0], key)
     step = len(keys) + 1
     if label2 != label:
         raise Nondeterminism(step, label, f"the action was {label2!r} the second time",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import EngineLimit, Model, Outcome, Property, Reporter, Stats, Step
-from .replay import recheck, replay
+from .replay import recheck, replay, take_step
 
 DEFAULT_LIVE_STEPS = 100
 
@@ -131,12 +131,7 @@ class Search:
         """Apply `key` to `system` (at the world reached by `keys`) and close it;
         under --det take the same step again from a fresh launch. Returns
         (label, fingerprint, view) of the world after the step."""
-        try:
-            label = system.apply(key)
-            fp2 = system.fingerprint()
-            view2 = system.view()
-        finally:
-            system.close()
+        label, fp2, view2 = take_step(system, key)
         self.stats.generated += 1
         if self.det:
             recheck(self.model, keys, fps, key, label, fp2, view2)
@@ -167,6 +162,12 @@ class Search:
         steps = self.trace(keys + suffix_keys, fps + suffix_fps)
         return Outcome("violated", self.stats, failure.prop, steps,
                        suffix_from=len(keys) + 1, loop_to=loop_to, why=failure.why)
+
+    def finish(self) -> Outcome:
+        """The search is over without a safety violation."""
+        self.stats.queue = 0
+        return self.final_checks() or Outcome("ok", self.stats,
+                                              bounded=self.stats.unexplored > 0)
 
     def final_checks(self) -> Outcome | None:
         """After the safety search: witnesses never reached, then `eventually` from

@@ -21,7 +21,7 @@ def default_local(node, sock: Sock, toward: str | None = None):
 
 def bind(node, sock: Sock, addr) -> object:
     net = node.cluster.net
-    if net.addr_in_use(addr, udp=True):
+    if net.udp_in_use(addr):
         return Err(errno.EADDRINUSE)
     sock.local = addr
     net.udp[addr] = (node.index, sock)

@@ -188,7 +188,7 @@ class Network:
     def forget(self, sock: Sock) -> None:
         self.tcp = [(o, s) for o, s in self.tcp if s is not sock]
 
-    def addr_in_use(self, addr: Addr, udp: bool = False) -> bool:
+    def udp_in_use(self, addr: Addr) -> bool:
         return addr in self.udp
 
     def udp_for(self, addr: Addr):

@@ -17,6 +17,7 @@ from .calls import fd_arg, handles, read_iovecs, unsupported
 from .filter import VFD_BASE
 from .net import DATA, FIN, RST, Msg, Sock
 from .node import CONTINUE, Block, Err, Ret
+from .syscalls_x86_64 import NR
 
 # Families that stay inside the node and run natively.
 NATIVE_FAMILIES = (socket.AF_UNIX, socket.AF_NETLINK)
@@ -167,7 +168,7 @@ def sys_getpeername(node, sock, args):
 def sys_accept(node, sock, args):
     if sock.stype == SOCK_DGRAM:
         return Err(errno.EOPNOTSUPP)
-    flags = args[3] & 0xFFFFFFFF if node.current.nr == 288 else 0
+    flags = args[3] & 0xFFFFFFFF if node.current.nr == NR["accept4"] else 0
     if not sock.listening or flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC):
         return Err(errno.EINVAL)
 
@@ -655,7 +656,7 @@ def _state_fd_copy(node, args):
     fd = fd_arg(args[0])
     if fd not in (STATE_FD, DURABLE_FD):
         return None
-    if node.current.nr == 72 and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
+    if node.current.nr == NR["fcntl"] and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
         return CONTINUE          # F_GETFL, F_SETFD...: native
     return unsupported(node, node.current.nr, args,
                        f"copies fd {fd}, where the node's {'durable ' if fd == 193 else ''}state "
@@ -757,14 +758,14 @@ def sys_dup2(node, args):
     if new < VFD_BASE:
         return unsupported(node, node.current.nr, args,
                            "moves a virtual socket below descriptor 500")
-    if node.current.nr == 292 and args[2] & ~0o2000000:
+    if node.current.nr == NR["dup3"] and args[2] & ~0o2000000:
         return Err(errno.EINVAL)
     if old == new:
-        return Err(errno.EINVAL) if node.current.nr == 292 else Ret(new)
+        return Err(errno.EINVAL) if node.current.nr == NR["dup3"] else Ret(new)
     close_vfd(node, new)
     sock.refs += 1
     node.fds[new] = sock
-    if node.current.nr == 292 and args[2] & 0o2000000:
+    if node.current.nr == NR["dup3"] and args[2] & 0o2000000:
         node.cloexec.add(new)
     return Ret(new)
 
@@ -778,7 +779,7 @@ def sys_espipe(node, args):
 def sys_einval(node, args):
     if get_sock(node, fd_arg(args[0])) is None:
         return Err(errno.EBADF)
-    return Err(errno.ENOTDIR if node.current.nr in (81, 217) else errno.EINVAL)
+    return Err(errno.ENOTDIR if node.current.nr in (NR["fchdir"], NR["getdents64"]) else errno.EINVAL)
 
 
 # -- readiness ---------------------------------------------------------------------------

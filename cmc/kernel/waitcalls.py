@@ -27,6 +27,7 @@ from . import _native
 from .calls import fd_arg, handles, read_timespec
 from .filter import VFD_BASE
 from .node import ANSWERED, CONTINUE, Block, Err, Ret
+from .syscalls_x86_64 import NR
 from .sockcalls import (POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, get_sock,
                         readiness, ready_token)
 
@@ -205,8 +206,8 @@ class Registration:
 
 @handles("epoll_create", "epoll_create1")
 def sys_epoll_create(node, args):
-    flags = args[0] if node.current.nr == 291 else 0
-    if node.current.nr == 213 and fd_arg(args[0]) <= 0:
+    flags = args[0] if node.current.nr == NR["epoll_create1"] else 0
+    if node.current.nr == NR["epoll_create"] and fd_arg(args[0]) <= 0:
         return Err(errno.EINVAL)
     if flags & ~EPOLL_CLOEXEC:
         return Err(errno.EINVAL)
