@@ -10,6 +10,8 @@ with `drain()`.
 """
 from __future__ import annotations
 
+import os
+
 from .kernel.cluster import Cluster, ClusterSpec
 
 
@@ -35,22 +37,44 @@ class _Tracked:
         {node name: {"calls": [str], "stdout": str, "stderr": str}}."""
         return self._c.drain()
 
+    def fork(self) -> "_Tracked":
+        """A copy of this world (--fast); raises fork.NotForkable when it cannot be
+        copied faithfully (replay it then)."""
+        twin = _Tracked(self._c.fork(self._owner.new_root()), self._owner)
+        self._owner.open.add(twin)
+        return twin
+
     def close(self):
         self._c.close()
         self._owner.open.discard(self)
 
 
 class ClusterModel:
-    def __init__(self, spec: ClusterSpec, workroot: str, recording: bool = False):
+    """With `many` (--fast), worlds live side by side, each in its own directory
+    under workroot; otherwise one at a time, in workroot itself."""
+
+    def __init__(self, spec: ClusterSpec, workroot: str, recording: bool = False,
+                 many: bool = False):
         self.spec = spec
         self.workroot = workroot
         self.recording = recording
+        self.many = many
         self.open: set[_Tracked] = set()
         self.launches = 0
+        self._roots = 0
+
+    def new_root(self) -> str:
+        self._roots += 1
+        return os.path.join(self.workroot, f"w{self._roots}")
 
     def fresh(self) -> _Tracked:
-        self.close_all()   # one cluster at a time shares the working directories
-        cluster = Cluster(self.spec, self.workroot)
+        if self.many:
+            root = self.new_root()
+            cluster = Cluster(self.spec, root)
+            cluster.own_root = root
+        else:
+            self.close_all()   # one cluster at a time shares the working directories
+            cluster = Cluster(self.spec, self.workroot)
         cluster.recording = self.recording
         tracked = _Tracked(cluster, self)
         self.open.add(tracked)

@@ -72,6 +72,9 @@ def parse_args(argv):
     p.add_argument("--workers", type=_count(1), default=1, metavar="N",
                    help="breadth-first search with N replay worker processes (same counts "
                    "and counterexample as one)")
+    p.add_argument("--fast", action="store_true",
+                   help="breadth-first search that copies worlds by forking their processes "
+                   "instead of replaying them from launch (same counts and counterexample)")
     p.add_argument("--max-depth", type=_count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
@@ -149,6 +152,17 @@ def run_build(model):
         tail = r.stdout.decode(errors="replace").strip()[-2000:]
         raise ModelError(f"build command failed with status {r.returncode}:\n{tail}",
                          b.loc.file, b.loc.line, b.loc.col, b.loc.source_line)
+
+
+def scratch_dir() -> str:
+    """A new temporary directory for the nodes' working directories: under $TMPDIR
+    when it is set, else in /dev/shm when there is one (a memory file system makes
+    a fresh directory per replay or copy cheap), else in the system's default."""
+    where = None
+    if "TMPDIR" not in os.environ and os.path.isdir("/dev/shm") \
+            and os.access("/dev/shm", os.W_OK | os.X_OK):
+        where = "/dev/shm"
+    return tempfile.mkdtemp(prefix="cmc-", dir=where)
 
 
 def cluster_spec(model, args):
@@ -260,8 +274,8 @@ def check(args, run: Run) -> int:
     if args.simulate:
         run.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     reporter = make_reporter()
-    workroot = tempfile.mkdtemp(prefix="cmc-")
-    system_model = ClusterModel(cluster_spec(model, args), workroot)
+    workroot = scratch_dir()
+    system_model = ClusterModel(cluster_spec(model, args), workroot, many=args.fast)
     try:
         reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
         search = make_search(args, run, system_model, props, reporter, live_steps)
@@ -350,6 +364,9 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.workers > 1 and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --workers applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
+    if args.fast and (args.dfs is not None or args.simulate):
+        raise UsageError("cmc: --fast applies to breadth-first search only "
+                         "(not with --dfs or --simulate)")
     if args.workers > 1:
         from .adapter import ClusterModel
         from .engine.parallel import ParallelBreadthFirst
@@ -365,7 +382,8 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.simulate:
         return Simulation(system_model, props, reporter, seed=run.seed,
                           walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)
-    return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth, **common)
+    return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
+                        fast=args.fast, **common)
 
 
 def replay_trace(args, run: Run, model, trace: dict) -> int:
@@ -388,7 +406,7 @@ def replay_trace(args, run: Run, model, trace: dict) -> int:
     prop = next(p for p in engine_properties(model) if p.name == name)
     keys = trace["keys"]
     reporter = TlcReporter()
-    workroot = tempfile.mkdtemp(prefix="cmc-")
+    workroot = scratch_dir()
     system_model = ClusterModel(cluster_spec(model, args), workroot, recording=True)
     try:
         reporter.start(replay=True)

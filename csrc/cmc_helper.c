@@ -393,3 +393,147 @@ int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max)
     for (int i = 0; i < n; i++) { events[i] = ev[i].events; data[i] = ev[i].data.u64; }
     return n;
 }
+
+/* ---- fork from a snapshot (--fast) ------------------------------------------ */
+
+/* Wait for a stop (or the end) of a traced pid, at most timeout_ms; SIGCHLD must
+ * be blocked by the caller. 0 with *st, or -errno (-ETIMEDOUT). */
+static int wait_traced(int pid, int *st, int timeout_ms)
+{
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    for (int waited_ms = 0;;) {
+        pid_t w = waitpid(pid, st, __WALL | WNOHANG);
+        if (w == pid) return 0;
+        if (w < 0 && errno != EINTR) return -errno;
+        if (waited_ms >= timeout_ms) return -ETIMEDOUT;
+        struct timespec slice = { 0, 2 * 1000 * 1000 };
+        sigtimedwait(&chld, NULL, &slice);
+        waited_ms += 2;
+    }
+}
+
+static int is_syscall_stop(int st)
+{
+    return WIFSTOPPED(st) && WSTOPSIG(st) == (SIGTRAP | 0x80);
+}
+
+/* Run one system call in a stopped tracee at the `syscall` instruction at ip,
+ * from register set base. Returns the call's result (a kernel value; -errno
+ * on failure) in *result, 0 or -errno (the tracing failed). */
+static int inject(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                  uint64_t a0, uint64_t a1, uint64_t a2, long *result)
+{
+    struct user_regs_struct r = *base;
+    r.rip = ip; r.rax = nr; r.orig_rax = (uint64_t)-1;
+    r.rdi = a0; r.rsi = a1; r.rdx = a2; r.r10 = 0; r.r8 = 0; r.r9 = 0;
+    int st, e;
+    if (ptrace(PTRACE_SETREGS, pid, 0, &r)) return -errno;
+    for (int stops = 0; stops < 2; stops++) {          /* enter, then exit */
+        if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) return -errno;
+        if ((e = wait_traced(pid, &st, 2000))) return e;
+        if (!is_syscall_stop(st)) return -EPROTO;
+    }
+    if (ptrace(PTRACE_GETREGS, pid, 0, &r)) return -errno;
+    *result = (long)r.rax;
+    return 0;
+}
+
+int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int *child_out)
+{
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &chld, &old);
+    struct user_regs_struct saved, r;
+    int st, e, child = 0;
+    long res;
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEFORK | PTRACE_O_TRACESYSGOOD)) {
+        e = -errno;
+        goto out;
+    }
+    /* The interrupt is queued first: the throw-away answer then returns into a
+     * ptrace stop, before the program can see it. */
+    if (ptrace(PTRACE_INTERRUPT, pid, 0, 0)) { e = -errno; goto out_detach; }
+    e = cmc_respond(listener, held_id, 0, EINTR, 0);
+    if (e && e != -ENOENT) goto out_detach;
+    if ((e = wait_traced(pid, &st, 2000))) goto out_detach;
+    if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP) { e = -EPROTO; goto out_detach; }
+    if (ptrace(PTRACE_GETREGS, pid, 0, &saved)) { e = -errno; goto out_detach; }
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKTEXT, pid, saved.rip - 2, 0);
+    if (errno || (word & 0xffff) != 0x050f) { e = -ENOEXEC; goto out_detach; }
+    uint64_t ip = saved.rip - 2;
+    /* The state to resume in: about to make the held call again. */
+    struct user_regs_struct again = saved;
+    again.rip = ip; again.rax = saved.orig_rax; again.orig_rax = (uint64_t)-1;
+
+    r = saved;
+    r.rip = ip; r.rax = __NR_clone; r.orig_rax = (uint64_t)-1;
+    r.rdi = CLONE_PARENT | SIGCHLD; r.rsi = 0; r.rdx = 0; r.r10 = 0; r.r8 = 0;
+    if (ptrace(PTRACE_SETREGS, pid, 0, &r)) { e = -errno; goto out_restore; }
+    if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) { e = -errno; goto out_restore; }
+    if ((e = wait_traced(pid, &st, 2000))) goto out_restore;
+    if (!is_syscall_stop(st)) { e = -EPROTO; goto out_restore; }
+    if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) { e = -errno; goto out_restore; }
+    /* The filter notifies clone: let this one run (every other process on this
+     * listener is frozen in an already received call). */
+    {
+        struct pollfd pf = { listener, POLLIN, 0 };
+        if (poll(&pf, 1, 2000) != 1) { e = -ETIMEDOUT; goto out_restore; }
+        struct cmc_notif n;
+        if ((e = cmc_recv(listener, &n))) goto out_restore;
+        if ((int)n.pid != pid || n.nr != __NR_clone) {
+            cmc_respond(listener, n.id, 0, EAGAIN, 0);
+            e = -EBUSY;
+            goto out_restore;
+        }
+        if ((e = cmc_respond(listener, n.id, 0, 0, 1))) goto out_restore;
+    }
+    for (;;) {
+        if ((e = wait_traced(pid, &st, 2000))) goto out_restore;
+        if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_FORK) {
+            unsigned long msg;
+            ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
+            child = (int)msg;
+            if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) { e = -errno; goto out_restore; }
+            continue;
+        }
+        if (is_syscall_stop(st)) break;                 /* clone's exit */
+        e = -EPROTO;
+        goto out_restore;
+    }
+    if (ptrace(PTRACE_GETREGS, pid, 0, &r)) { e = -errno; goto out_restore; }
+    if ((long)r.rax < 0 || !child) { e = (long)r.rax < 0 ? (int)r.rax : -ECHILD; goto out_restore; }
+
+    /* The copy: its own process group, killed with cmc, in its own directory. */
+    if ((e = wait_traced(child, &st, 2000))) goto out_child;
+    if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_child; }
+    size_t len = strlen(cwd) + 1;
+    uint64_t path_at = (saved.rsp - 512 - len) & ~(uint64_t)15;   /* below the red zone */
+    if (cmc_write_mem(child, path_at, cwd, len) != (int64_t)len) { e = -EFAULT; goto out_child; }
+    if ((e = inject(child, &again, ip, __NR_setpgid, 0, 0, 0, &res))) goto out_child;
+    if (res) { e = (int)res; goto out_child; }
+    if ((e = inject(child, &again, ip, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, &res)))
+        goto out_child;
+    if (res) { e = (int)res; goto out_child; }
+    if ((e = inject(child, &again, ip, __NR_chdir, path_at, 0, 0, &res))) goto out_child;
+    if (res) { e = (int)res; goto out_child; }
+    if (ptrace(PTRACE_SETREGS, child, 0, &again)) { e = -errno; goto out_child; }
+    ptrace(PTRACE_DETACH, child, 0, 0);
+    *child_out = child;
+    e = 0;
+    goto out_restore;
+out_child:
+    kill(child, SIGKILL);
+    ptrace(PTRACE_DETACH, child, 0, 0);
+    while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR) {}
+out_restore:
+    ptrace(PTRACE_SETREGS, pid, 0, &again);
+out_detach:
+    ptrace(PTRACE_DETACH, pid, 0, 0);
+out:
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
+}

@@ -77,3 +77,11 @@ int cmc_getfd(int pid, int fd);
  * ready events, their masks in events[] and the user's 64-bit data in data[].
  * Returns the count or -errno. */
 int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
+
+/* Fork node process pid, which is held in notification held_id, by injecting
+ * clone(CLONE_PARENT) at its system call: both processes are left about to make
+ * the held call again (each sends a new notification on the same listener). The
+ * copy gets its own process group, PR_SET_PDEATHSIG(SIGKILL) and working
+ * directory cwd; *child_out gets its pid. 0 or -errno; on failure after the
+ * held call was answered, the original is still left about to make it again. */
+int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int *child_out);

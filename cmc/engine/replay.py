@@ -66,15 +66,19 @@ def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
     return system, steps
 
 
-def take_step(system: System, key: tuple, with_actions: bool = False):
-    """Apply `key`, read the world after it and close the system. Returns (label,
-    fingerprint, view) and, with_actions, the (key, label) of every enabled action."""
+def take_step(system: System, key: tuple, with_actions: bool = False, close: bool = True):
+    """Apply `key`, read the world after it and close the system (unless not
+    `close`; on an error it is closed anyway). Returns (label, fingerprint, view)
+    and, with_actions, the (key, label) of every enabled action."""
     try:
         label = system.apply(key)
         out = (label, system.fingerprint(), system.view())
         if with_actions:
             out += ([(a.key, a.label) for a in system.actions()],)
-    finally:
+    except BaseException:
+        system.close()
+        raise
+    if close:
         system.close()
     return out
 

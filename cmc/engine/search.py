@@ -127,11 +127,12 @@ class Search:
                 return p
         return None
 
-    def step(self, system, keys: list[tuple], fps: list[bytes], key: tuple):
-        """Apply `key` to `system` (at the world reached by `keys`) and close it;
-        under --det take the same step again from a fresh launch. Returns
-        (label, fingerprint, view) of the world after the step."""
-        label, fp2, view2 = take_step(system, key)
+    def step(self, system, keys: list[tuple], fps: list[bytes], key: tuple,
+             close: bool = True):
+        """Apply `key` to `system` (at the world reached by `keys`) and close it
+        (unless not `close`); under --det take the same step again from a fresh
+        launch. Returns (label, fingerprint, view) of the world after the step."""
+        label, fp2, view2 = take_step(system, key, close=close)
         self.stats.generated += 1
         if self.det:
             recheck(self.model, keys, fps, key, label, fp2, view2)

@@ -122,3 +122,17 @@ def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
     data = ffi.new("uint64_t[]", n)
     got = _check(lib.cmc_epoll_ready(epfd, events, data, n))
     return [(events[i], data[i]) for i in range(got)]
+
+
+def fork_node(pid: int, listener: int, held_id: int, cwd: str) -> int:
+    """Fork a node process held in notification held_id (see cmc_fork_node); the
+    copy works in cwd. Returns the copy's pid. Both processes then make the held
+    call again, as new notifications on the same listener."""
+    out = ffi.new("int *")
+    _check(lib.cmc_fork_node(pid, listener, held_id, os.fsencode(cwd), out))
+    return out[0]
+
+
+def place_fd(listener: int, nid: int, srcfd: int, newfd: int, cloexec: bool) -> None:
+    """Install a copy of srcfd in the target at number newfd, without answering nid."""
+    _check(lib.cmc_addfd(listener, nid, srcfd, newfd, 1 if cloexec else 0, 0))

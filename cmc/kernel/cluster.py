@@ -104,6 +104,8 @@ class Cluster:
         self.recording = False         # keep a call log and per-step output (replay)
         self.calls: list[tuple[str, str]] = []
         self._out_offsets: dict[str, int] = {}
+        self.own_root: str | None = None     # a directory of this world alone (--fast)
+        self._fork_plans = None              # what a fork must redo per node (fork.py)
 
     def drain(self) -> dict:
         """What happened since the last drain: each node's emulated calls, and
@@ -210,6 +212,13 @@ class Cluster:
     def close(self) -> None:
         for node in self.nodes:
             node.kill()
+        if self.own_root is not None:
+            shutil.rmtree(os.path.join(self.own_root, "nodes"), ignore_errors=True)
+
+    def fork(self, root: str) -> "Cluster":
+        """A copy of this (quiescent) world, without a replay: see fork.py."""
+        from .fork import fork_world
+        return fork_world(self, root)
 
     def settle(self) -> None:
         """Run every node whose blocked call can now complete, in node order,
@@ -332,6 +341,7 @@ class Cluster:
                               "deterministic")
         self.step += 1
         self.step_label = f"<{label}>"
+        self._fork_plans = None
         kind = key[0]
         if kind == "DELIVER":
             self._deliver(self._conn_by_key(key[1]), key[2], key[3])

@@ -67,6 +67,44 @@ class Block:
     what: str = ""
 
 
+class Tap:
+    """A seccomp listener. A node's copies made by --fast (cmc/kernel/fork.py) share
+    the listener of the process they were forked from, so it is closed when its
+    last process is gone, and a notification is taken for the process it came
+    from (`pids`: every process on it; `stash`: notifications taken early)."""
+
+    def __init__(self, fd: int, pid: int):
+        self.fd = fd
+        self.pids = {pid}
+        self.stash: dict[int, object] = {}
+
+    def release(self, pid: int) -> None:
+        self.pids.discard(pid)
+        self.stash.pop(pid, None)
+        if not self.pids and self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def recv_for(self, pid: int, timeout_s: float):
+        """The next notification of process pid, within timeout_s, else None."""
+        if pid in self.stash:
+            return self.stash.pop(pid)
+        deadline = time.monotonic() + timeout_s
+        p = select.poll()
+        p.register(self.fd, select.POLLIN)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not p.poll(int(left * 1000) + 1):
+                return None
+            try:
+                n = _native.recv(self.fd)
+            except OSError:
+                return None
+            if n.pid == pid:
+                return n
+            self.stash[n.pid] = n
+
+
 class Node:
     def __init__(self, cluster, index: int, name: str, argv: list[str], cwd: str):
         self.cluster = cluster
@@ -83,6 +121,8 @@ class Node:
         self.durable_emitted = False
         self.pid = 0
         self.listener = -1
+        self.tap: Tap | None = None
+        self.pidfd = -1
         self.alive = False
         self.exited = None             # wait status if the program exited by itself
         self._reset_incarnation()
@@ -124,13 +164,37 @@ class Node:
                 raise UnsupportedMachine(
                     f"cannot start node {self.name} under the seccomp filter: {e.strerror} "
                     "(cmc needs Linux >= 5.9 with seccomp user notification)") from None
+        self._attach(self.pid, Tap(self.listener, self.pid))
+        COUNTERS["launches"] += 1
+        self.run(None)        # answers the first execve: only then may keepalive go
+        del keepalive
+
+    def _attach(self, pid: int, tap: Tap) -> None:
+        """Take process pid, on listener tap, as this node's process. Its end is
+        seen on a pidfd: a listener shared with copies hangs up only when all
+        of them are gone."""
+        self.pid = pid
+        self.tap = tap
+        self.listener = tap.fd
+        tap.pids.add(pid)
+        self.pidfd = os.pidfd_open(pid)
         self.alive = True
         self.exited = None
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
-        COUNTERS["launches"] += 1
-        self.run(None)        # answers the first execve: only then may keepalive go
-        del keepalive
+        self._poller.register(self.pidfd, select.POLLIN)
+
+    def _detach(self) -> None:
+        if self.tap is not None:
+            self.tap.release(self.pid)
+            self.tap = None
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+        self.pid = 0
+        self.listener = -1
+        self.alive = False
+        self.pending = None
 
     def kill(self) -> None:
         """SIGKILL the process (a CRASH, or cleanup) and reap it."""
@@ -147,12 +211,7 @@ class Node:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
-            self.pid = 0
-        if self.listener >= 0:
-            os.close(self.listener)
-            self.listener = -1
-        self.alive = False
-        self.pending = None
+        self._detach()
 
     # -- memory ----------------------------------------------------------------
     def read(self, addr: int, length: int) -> bytes:
@@ -314,30 +373,35 @@ class Node:
         self.run((notif, block.on_fire()))
 
     def _next_notification(self):
-        left = self._deadline - time.monotonic()
-        events = self._poller.poll(max(int(left * 1000), 0)) if left > 0 else []
-        if not events:
-            watchdog = self.cluster.watchdog_s
-            raise TargetError(self.cluster.where(self) +
-                              f"ran for {watchdog:g} s without blocking in an emulated call "
-                              "(watchdog; raise it with --watchdog)")
-        _, ev = events[0]
-        if ev & select.POLLIN:
-            COUNTERS["notifications"] += 1
-            try:
-                return _native.recv(self.listener)
-            except OSError:
-                pass
+        tap = self.tap
+        if self.pid in tap.stash:
+            return tap.stash.pop(self.pid)
+        while True:
+            left = self._deadline - time.monotonic()
+            events = dict(self._poller.poll(max(int(left * 1000), 0)) if left > 0 else [])
+            if not events:
+                watchdog = self.cluster.watchdog_s
+                raise TargetError(self.cluster.where(self) +
+                                  f"ran for {watchdog:g} s without blocking in an emulated "
+                                  "call (watchdog; raise it with --watchdog)")
+            if events.get(self.listener, 0) & select.POLLIN:
+                try:
+                    notif = _native.recv(self.listener)
+                except OSError:
+                    continue
+                if notif.pid != self.pid and notif.pid in tap.pids:
+                    tap.stash[notif.pid] = notif       # a copy's; not this process's
+                    continue
+                COUNTERS["notifications"] += 1
+                return notif
+            if self.pidfd in events or events.get(self.listener, 0) & select.POLLHUP:
+                break
         self._wait_exit()
         return None
 
     def _wait_exit(self) -> None:
         _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        os.close(self.listener)
-        self.listener = -1
-        self.alive = False
-        self.pending = None
+        self._detach()
         self.exited = status
         if os.WIFSIGNALED(status):
             sig = signal.Signals(os.WTERMSIG(status)).name

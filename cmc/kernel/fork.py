@@ -1,0 +1,255 @@
+"""Copying a world: fork every node process from a snapshot (`--fast`).
+
+A world is quiescent between actions: every live node process is held in one
+pending notification. `fork_world` copies it without replaying from launch:
+
+- each held process is forked by injection (csrc: `cmc_fork_node`): the copy is
+  a child of cmc in its own process group, working in its own copy of the node's
+  directory, and both processes make their held call again, as new notifications
+  on the listener they share (`Tap`), which cmc takes as the new held call;
+- descriptors that a fork would share between the two worlds are replaced in the
+  copy: a regular file or directory is opened again (the copy of it, when it lies
+  in the node's directory) with the same flags and offset, and an epoll instance
+  cmc made is replaced by an empty one (cmc keeps its registrations);
+- cmc's own record of the world (network, sockets, held calls, clocks) is deep
+  copied, including the closures that complete held calls.
+
+A world that cannot be copied faithfully raises NotForkable before anything is
+touched, and the engine replays it instead: a node with more than one thread (only
+the calling thread would be copied), a pipe, an AF_UNIX socket or another kernel
+object shared with the copy, a deleted open file, a file of its directory mapped
+into memory, or an epoll instance holding real descriptors.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import select
+import shutil
+import stat
+import types
+
+from ..errors import EngineError
+from . import _native
+from .node import COUNTERS
+
+REBIND_TIMEOUT_S = 5.0
+
+_KEEP_FLAGS = (os.O_ACCMODE | os.O_APPEND | os.O_NONBLOCK | os.O_DIRECTORY | os.O_NOFOLLOW
+               | os.O_DSYNC | os.O_SYNC | os.O_NOATIME | os.O_DIRECT | os.O_PATH)
+
+
+class NotForkable(Exception):
+    """This world cannot be copied by forking; replay it instead."""
+
+
+class ForkFailed(EngineError):
+    """Forking a node failed part way: the world it was taken from is spoilt."""
+
+
+# -- copies of cmc's record of a world ---------------------------------------------------
+# Pickled and unpickled in one go (the C pickler is several times faster than
+# copy.deepcopy). Held calls complete through closures over the node and its
+# sockets: a closure is pickled as its code (kept in _CODES, this process only)
+# and its cells, so that the copy's closures point into the copied world, and two
+# closures sharing a cell still share it. The spec and the listeners are shared.
+_CODES: dict[int, tuple] = {}
+
+
+def _make_function(key: int, cells):
+    code, globs, name, defaults, kwdefaults = _CODES[key]
+    f = types.FunctionType(code, globs, name, defaults, cells)
+    f.__kwdefaults__ = kwdefaults
+    return f
+
+
+def _new_cell():
+    return types.CellType()
+
+
+def _fill_cell(cell, value) -> None:
+    cell.cell_contents = value
+
+
+class _WorldPickler(pickle.Pickler):
+    def __init__(self, buf, shared: dict):
+        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = shared
+
+    def persistent_id(self, obj):
+        key = id(obj)
+        return key if key in self.shared else None
+
+    def reducer_override(self, obj):
+        if type(obj) is types.FunctionType and (obj.__closure__ or "<" in obj.__qualname__):
+            key = id(obj.__code__)
+            if key not in _CODES:
+                _CODES[key] = (obj.__code__, obj.__globals__, obj.__name__, obj.__defaults__,
+                               obj.__kwdefaults__)
+            return _make_function, (key, obj.__closure__)
+        if type(obj) is types.CellType:
+            try:
+                contents = obj.cell_contents
+            except ValueError:                  # an empty cell
+                return _new_cell, ()
+            return _new_cell, (), contents, None, None, _fill_cell
+        return NotImplemented
+
+
+class _WorldUnpickler(pickle.Unpickler):
+    def __init__(self, buf, shared: dict):
+        super().__init__(buf)
+        self.shared = shared
+
+    def persistent_load(self, key):
+        return self.shared[key]
+
+
+def copy_record(obj, shared: list):
+    """A deep copy of obj in which the objects of `shared` are not copied (None
+    stands for one that must not be carried over)."""
+    table = {id(o): o for o in shared}
+    buf = io.BytesIO()
+    _WorldPickler(buf, table).dump(obj)
+    buf.seek(0)
+    return _WorldUnpickler(buf, table).load()
+
+
+# -- what a process holds ---------------------------------------------------------------
+def _fdinfo(pid: int, fd: int) -> dict[str, str]:
+    out = {}
+    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            out.setdefault(key, value.strip())
+    return out
+
+
+def fd_plan(node) -> list[tuple]:
+    """What to do in a copy of node's process, per descriptor: ("file", fd, path,
+    flags, pos, cloexec) or ("epoll", fd, cloexec). Raises NotForkable."""
+    if node.threads > 1:
+        raise NotForkable(f"node {node.name} has {node.threads} threads")
+    pid, cwd = node.pid, node.cwd
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                fields = line.split(None, 5)
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if path.startswith(cwd + "/"):
+                    raise NotForkable(f"node {node.name} maps {path} into memory")
+        plan = []
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            fd = int(name)
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("/"):
+                if target.endswith(" (deleted)"):
+                    raise NotForkable(f"node {node.name} has a deleted file open on fd {fd}")
+                mode = os.stat(f"/proc/{pid}/fd/{fd}").st_mode
+                if stat.S_ISCHR(mode):
+                    continue                        # /dev/null and the like: no state
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    raise NotForkable(f"node {node.name} has {target} open on fd {fd}")
+                info = _fdinfo(pid, fd)
+                flags = int(info["flags"], 8)
+                plan.append(("file", fd, target, flags & _KEEP_FLAGS, int(info["pos"]),
+                             bool(flags & os.O_CLOEXEC)))
+            elif target == "anon_inode:[eventpoll]":
+                info = _fdinfo(pid, fd)
+                if "tfd" in info:
+                    raise NotForkable(f"node {node.name} watches real descriptors with the "
+                                      f"epoll instance on fd {fd}")
+                plan.append(("epoll", fd, bool(int(info["flags"], 8) & os.O_CLOEXEC)))
+            else:
+                raise NotForkable(f"node {node.name} has {target} open on fd {fd}")
+    except (OSError, KeyError, ValueError, IndexError) as e:
+        if isinstance(e, NotForkable):
+            raise
+        raise NotForkable(f"cannot read the descriptors of node {node.name}: {e}") from None
+    return sorted(plan, key=lambda p: p[1])
+
+
+def _replace_fds(node, plan, old_cwd: str) -> None:
+    """Give the copy its own open file descriptions, held call pending."""
+    nid = node.pending[0].id
+    for item in plan:
+        if item[0] == "epoll":
+            _, fd, cloexec = item
+            ep = select.epoll()
+            try:
+                _native.place_fd(node.listener, nid, ep.fileno(), fd, cloexec)
+            finally:
+                ep.close()
+            continue
+        _, fd, path, flags, pos, cloexec = item
+        if path == old_cwd or path.startswith(old_cwd + "/"):
+            path = node.cwd + path[len(old_cwd):]
+        src = os.open(path, flags | os.O_CLOEXEC)
+        try:
+            if pos and not flags & os.O_PATH:
+                os.lseek(src, pos, os.SEEK_SET)
+            _native.place_fd(node.listener, nid, src, fd, cloexec)
+        finally:
+            os.close(src)
+
+
+def rebind(node, held) -> None:
+    """The process was made to issue its held call `held` again: take the new
+    notification as the held one."""
+    notif = node.tap.recv_for(node.pid, REBIND_TIMEOUT_S)
+    if notif is None or notif.nr != held.nr or notif.args != held.args:
+        raise ForkFailed(f"fork of node {node.name}: its held call did not come back "
+                         f"({held.nr} expected, got {notif and notif.nr})")
+    node.pending = (notif, node.pending[1])
+    node.current = notif
+
+
+# -- the world ------------------------------------------------------------------------
+def fork_world(cluster, root: str):
+    """A copy of `cluster` (a quiescent world) working under directory `root`."""
+    plans = cluster._fork_plans
+    if plans is None:
+        try:
+            plans = {n.index: fd_plan(n) for n in cluster.nodes if n.alive}
+        except NotForkable as e:
+            plans = e
+        cluster._fork_plans = plans
+    if isinstance(plans, NotForkable):
+        raise plans
+    shared = [cluster.spec] + [n.tap for n in cluster.nodes if n.tap is not None]
+    pollers = [n.__dict__.pop("_poller", None) for n in cluster.nodes]
+    try:
+        twin = copy_record(cluster, shared)
+    finally:
+        for n, p in zip(cluster.nodes, pollers):
+            if p is not None:
+                n._poller = p
+    twin._fork_plans = None
+    twin.own_root = root
+    twin.calls = []
+    for n, m in zip(cluster.nodes, twin.nodes):
+        m.cwd = os.path.join(root, "nodes", os.path.basename(n.cwd))
+        m.tap = None
+        m.pid, m.pidfd, m.alive = 0, -1, False
+    try:
+        for n, m in zip(cluster.nodes, twin.nodes):
+            shutil.copytree(n.cwd, m.cwd, symlinks=True)
+            if not n.alive:
+                continue
+            held = n.pending[0]
+            try:
+                child = _native.fork_node(n.pid, n.listener, held.id, m.cwd)
+            except OSError as e:
+                raise ForkFailed(f"fork of node {n.name} (pid {n.pid}) failed: "
+                                 f"{e.strerror}") from None
+            COUNTERS["forks"] = COUNTERS.get("forks", 0) + 1
+            m._attach(child, n.tap)
+            m.pending = (held, m.pending[1])
+            rebind(n, held)
+            rebind(m, held)
+            _replace_fds(m, plans[n.index], n.cwd)
+    except BaseException:
+        twin.close()
+        raise
+    return twin
