@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 
+from .engine.model import CopyFailed
 from .kernel.cluster import Cluster, ClusterSpec
+from .kernel.fork import ForkFailed, NotForkable
 
 
 class _Tracked:
@@ -37,10 +39,16 @@ class _Tracked:
         {node name: {"calls": [str], "stdout": str, "stderr": str}}."""
         return self._c.drain()
 
-    def fork(self) -> "_Tracked":
-        """A copy of this world (--fast); raises fork.NotForkable when it cannot be
-        copied faithfully (replay it then)."""
-        twin = _Tracked(self._c.fork(self._owner.new_root()), self._owner)
+    def fork(self) -> "_Tracked | None":
+        """A copy of this world (--fast), or None when it cannot be copied faithfully
+        (the engine replays it then)."""
+        try:
+            twin = _Tracked(self._c.fork(self._owner.new_root()), self._owner)
+        except NotForkable:
+            return None
+        except ForkFailed as e:
+            self.close()
+            raise CopyFailed(str(e)) from None
         self._owner.open.add(twin)
         return twin
 

@@ -102,6 +102,8 @@ def parse_args(argv):
     p.add_argument("--watchdog", type=float, default=10.0, metavar="SECONDS",
                    help="real time a node may run in one step (default 10)")
     p.add_argument("--no-build", action="store_true", help="skip the model's build command")
+    p.add_argument("--no-pin", action="store_true",
+                   help="do not run each search process and its nodes on one CPU")
     p.add_argument("--tlc-exit-codes", action="store_true", help="exit with TLC's statuses")
     p.add_argument("--version", action="version", version=f"cmc {__version__}")
     args = p.parse_args(argv)
@@ -152,6 +154,26 @@ def run_build(model):
         tail = r.stdout.decode(errors="replace").strip()[-2000:]
         raise ModelError(f"build command failed with status {r.returncode}:\n{tail}",
                          b.loc.file, b.loc.line, b.loc.col, b.loc.source_line)
+
+
+def pin_cpu(index: int | None = None) -> None:
+    """Run this process, and the node processes it starts, on one CPU. cmc and a
+    node take turns (a notification, its answer): on one CPU the hand-over is a
+    local context switch, not a wake-up of another CPU, which costs far more
+    (docs/performance.md). Worker `index` takes the index-th allowed CPU (mod
+    their number); a lone search the CPU it is running on."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        if index is not None:
+            cpu = allowed[index % len(allowed)]
+        else:
+            with open("/proc/self/stat") as f:
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+            if cpu not in allowed:
+                cpu = allowed[0]
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError, IndexError):
+        pass            # not pinned: slower, the same results
 
 
 def scratch_dir() -> str:
@@ -367,16 +389,21 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.fast and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --fast applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
+    if args.workers == 1 and not args.no_pin:
+        pin_cpu()
     if args.workers > 1:
         from .adapter import ClusterModel
-        from .engine.parallel import ParallelBreadthFirst
+        from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
         spec, root = system_model.spec, system_model.workroot
 
         def worker_model(index: int):
-            return ClusterModel(spec, os.path.join(root, f"worker{index}"))
-        return ParallelBreadthFirst(system_model, props, reporter, workers=args.workers,
+            if not args.no_pin:
+                pin_cpu(index)
+            return ClusterModel(spec, os.path.join(root, f"worker{index}"), many=args.fast)
+        search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
+        return search(system_model, props, reporter, workers=args.workers,
                                     worker_model=worker_model, max_depth=args.max_depth,
-                                    **common)
+                                    fast=args.fast, **common)
     if args.dfs is not None:
         return DepthFirst(system_model, props, reporter, depth=args.dfs, **common)
     if args.simulate:

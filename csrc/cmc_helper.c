@@ -414,14 +414,10 @@ static int wait_traced(int pid, int *st, int timeout_ms)
     }
 }
 
-static int is_syscall_stop(int st)
-{
-    return WIFSTOPPED(st) && WSTOPSIG(st) == (SIGTRAP | 0x80);
-}
-
 /* Run one system call in a stopped tracee at the `syscall` instruction at ip,
- * from register set base. Returns the call's result (a kernel value; -errno
- * on failure) in *result, 0 or -errno (the tracing failed). */
+ * from register set base, by single-stepping over it (one stop). Returns the
+ * call's result (a kernel value; -errno on failure) in *result, 0 or -errno
+ * (the tracing failed). */
 static int inject(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
                   uint64_t a0, uint64_t a1, uint64_t a2, long *result)
 {
@@ -430,12 +426,11 @@ static int inject(int pid, const struct user_regs_struct *base, uint64_t ip, lon
     r.rdi = a0; r.rsi = a1; r.rdx = a2; r.r10 = 0; r.r8 = 0; r.r9 = 0;
     int st, e;
     if (ptrace(PTRACE_SETREGS, pid, 0, &r)) return -errno;
-    for (int stops = 0; stops < 2; stops++) {          /* enter, then exit */
-        if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) return -errno;
-        if ((e = wait_traced(pid, &st, 2000))) return e;
-        if (!is_syscall_stop(st)) return -EPROTO;
-    }
+    if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) return -errno;
+    if ((e = wait_traced(pid, &st, 2000))) return e;
+    if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP || (st >> 16)) return -EPROTO;
     if (ptrace(PTRACE_GETREGS, pid, 0, &r)) return -errno;
+    if (r.rip != ip + 2) return -EPROTO;
     *result = (long)r.rax;
     return 0;
 }
@@ -449,7 +444,7 @@ int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int 
     struct user_regs_struct saved, r;
     int st, e, child = 0;
     long res;
-    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEFORK | PTRACE_O_TRACESYSGOOD)) {
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEFORK)) {
         e = -errno;
         goto out;
     }
@@ -473,10 +468,7 @@ int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int 
     r.rip = ip; r.rax = __NR_clone; r.orig_rax = (uint64_t)-1;
     r.rdi = CLONE_PARENT | SIGCHLD; r.rsi = 0; r.rdx = 0; r.r10 = 0; r.r8 = 0;
     if (ptrace(PTRACE_SETREGS, pid, 0, &r)) { e = -errno; goto out_restore; }
-    if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) { e = -errno; goto out_restore; }
-    if ((e = wait_traced(pid, &st, 2000))) goto out_restore;
-    if (!is_syscall_stop(st)) { e = -EPROTO; goto out_restore; }
-    if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) { e = -errno; goto out_restore; }
+    if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) { e = -errno; goto out_restore; }
     /* The filter notifies clone: let this one run (every other process on this
      * listener is frozen in an already received call). */
     {
@@ -497,24 +489,24 @@ int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int 
             unsigned long msg;
             ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
             child = (int)msg;
-            if (ptrace(PTRACE_SYSCALL, pid, 0, 0)) { e = -errno; goto out_restore; }
+            if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) { e = -errno; goto out_restore; }
             continue;
         }
-        if (is_syscall_stop(st)) break;                 /* clone's exit */
+        if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;  /* stepped */
         e = -EPROTO;
         goto out_restore;
     }
     if (ptrace(PTRACE_GETREGS, pid, 0, &r)) { e = -errno; goto out_restore; }
     if ((long)r.rax < 0 || !child) { e = (long)r.rax < 0 ? (int)r.rax : -ECHILD; goto out_restore; }
 
-    /* The copy: its own process group, killed with cmc, in its own directory. */
+    /* The copy: its own process group, killed with cmc, in its own directory.
+     * (cmc may set the group of a child that has not exec'd.) */
+    if (setpgid(child, child)) { e = -errno; goto out_child; }
     if ((e = wait_traced(child, &st, 2000))) goto out_child;
     if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_child; }
     size_t len = strlen(cwd) + 1;
     uint64_t path_at = (saved.rsp - 512 - len) & ~(uint64_t)15;   /* below the red zone */
     if (cmc_write_mem(child, path_at, cwd, len) != (int64_t)len) { e = -EFAULT; goto out_child; }
-    if ((e = inject(child, &again, ip, __NR_setpgid, 0, 0, 0, &res))) goto out_child;
-    if (res) { e = (int)res; goto out_child; }
     if ((e = inject(child, &again, ip, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, &res)))
         goto out_child;
     if (res) { e = (int)res; goto out_child; }

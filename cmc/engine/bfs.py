@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from .model import EngineLimit, Outcome
+from .model import CopyFailed, EngineLimit, Outcome
 from .replay import replay
 from .search import Search
 
@@ -101,43 +101,19 @@ class BreadthFirst(Search):
             yield action.key, fp2, view2, fp2
 
     def copied_successors(self, held, keys, fps, actions, depth):
-        from ..kernel.fork import ForkFailed, NotForkable
-        try:
-            for i, action in enumerate(actions):
-                system, copied = None, False
-                if held is not None:
-                    if i == len(actions) - 1:
-                        system, held, copied = held, None, True
-                    else:
-                        try:
-                            system, copied = held.fork(), True
-                        except NotForkable:
-                            pass
-                        except ForkFailed:
-                            held.close()
-                            held = None
-                if system is None:
-                    system = replay(self.model, keys, fps)[0]
-                try:
-                    _, fp2, view2 = self.step(system, keys, fps, action.key, close=False)
-                except Exception:
-                    system.close()
-                    if not copied:
-                        raise
-                    # Report what replay reports (or go on as it does).
-                    system = replay(self.model, keys, fps)[0]
-                    _, fp2, view2 = self.step(system, keys, fps, action.key, close=False)
-                keep = (fp2 not in self.parent and fp2 not in self.snapshots
-                        and len(self.snapshots) < self.KEEP
-                        and (self.max_depth is None or depth + 1 < self.max_depth))
-                if keep:
-                    self.snapshots[fp2] = system
-                else:
-                    system.close()
-                yield action.key, fp2, view2, fp2
-        finally:
-            if held is not None:
-                held.close()
+        def step(system, key):
+            return self.step(system, keys, fps, key, close=False)
+        for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
+                                                          [a.key for a in actions], step,
+                                                          self.stats):
+            keep = (fp2 not in self.parent and fp2 not in self.snapshots
+                    and len(self.snapshots) < self.KEEP
+                    and (self.max_depth is None or depth + 1 < self.max_depth))
+            if keep:
+                self.snapshots[fp2] = system
+            else:
+                system.close()
+            yield key, fp2, view2, fp2
 
     def merge(self, fp: bytes, view: dict, depth: int, action_keys: list, fair_key,
               successors, queue: deque) -> Outcome | None:
@@ -163,3 +139,40 @@ class BreadthFirst(Search):
             if bad:
                 return self.violation(bad, fp)
         return None
+
+
+def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, stats=None):
+    """--fast: take each of `action_keys` from the world reached by `keys`, on copies
+    of `held` (a system at that world, or None); the last action takes `held` itself.
+    A world that cannot be copied, or a failed copy, is replayed instead, and a step
+    that fails on a copy is taken again on a replay, so that what comes out (also an
+    error) is what replay gives. Yields (key, system after the step, step(system,
+    key)); the caller closes the system or keeps it."""
+    try:
+        for i, key in enumerate(action_keys):
+            system, copied = None, False
+            if held is not None:
+                if i == len(action_keys) - 1:
+                    system, held = held, None
+                else:
+                    try:
+                        system = held.fork()
+                        copied = system is not None
+                    except CopyFailed:
+                        held = None
+            if system is None:
+                system = replay(model, keys, fps)[0]
+            try:
+                result = step(system, key)
+            except Exception:
+                system.close()
+                if not copied:
+                    raise
+                system = replay(model, keys, fps)[0]
+                result = step(system, key)
+            if stats is not None and copied:
+                stats.copies += 1
+            yield key, system, result
+    finally:
+        if held is not None:
+            held.close()

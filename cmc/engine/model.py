@@ -23,6 +23,13 @@ class System(Protocol):
     def fingerprint(self) -> bytes: ...
     def view(self) -> dict: ...
     def close(self) -> None: ...
+    # Optional (--fast): a copy of this world, or None when it cannot be copied
+    # faithfully. Raises CopyFailed when copying broke this world (it is closed).
+    def fork(self) -> "System | None": ...
+
+
+class CopyFailed(Exception):
+    """Copying a world failed part way and spoilt the world copied from."""
 
 
 class Model(Protocol):
@@ -57,6 +64,7 @@ class Stats:
     walks: int = 0              # simulation: walks finished
     walk_lengths: list[int] = field(default_factory=list)   # simulation: states per walk
     unexplored: int = 0         # worlds at the depth bound whose successors were not generated
+    copies: int = 0             # --fast: successors taken on a copy of a world (not a replay)
 
 
 @dataclass

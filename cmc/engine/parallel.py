@@ -23,8 +23,8 @@ import signal
 import time
 from collections import deque
 
-from .bfs import PROGRESS_EVERY, BreadthFirst
-from .model import Outcome
+from .bfs import PROGRESS_EVERY, BreadthFirst, steps_by_copy
+from .model import Outcome, Stats
 from .replay import recheck, replay, take_step
 
 _worker = {}
@@ -39,6 +39,15 @@ def _init_worker(worker_model, counter) -> None:
     _worker["model"] = worker_model(index)
 
 
+def _carried(e: Exception) -> tuple:
+    """An exception, as it can reach the parent (which raises it)."""
+    try:
+        pickle.loads(pickle.dumps(e))
+        return ("raise", e)
+    except Exception:               # noqa: BLE001
+        return ("raise", RuntimeError(f"{type(e).__name__}: {e}"))
+
+
 def _job(keys: list[tuple], fps: list[bytes], key: tuple, det: bool):
     """In a worker: replay to a world, take one step, describe the result."""
     model = _worker["model"]
@@ -49,11 +58,7 @@ def _job(keys: list[tuple], fps: list[bytes], key: tuple, det: bool):
             recheck(model, keys, fps, key, label, fp2, view2)
         return ("ok", label, fp2, view2, actions2)
     except Exception as e:          # noqa: BLE001 — carried to the parent, raised there
-        try:
-            pickle.loads(pickle.dumps(e))
-            return ("raise", e)
-        except Exception:           # noqa: BLE001
-            return ("raise", RuntimeError(f"{type(e).__name__}: {e}"))
+        return _carried(e)
 
 
 class ParallelBreadthFirst(BreadthFirst):
@@ -61,6 +66,7 @@ class ParallelBreadthFirst(BreadthFirst):
 
     def __init__(self, model, properties, reporter, workers: int, worker_model, **kw):
         super().__init__(model, properties, reporter, **kw)
+
         self.workers = workers
         self.worker_model = worker_model
 
@@ -97,8 +103,7 @@ class ParallelBreadthFirst(BreadthFirst):
                 if self.max_depth is not None and depth >= self.max_depth:
                     self.stats.unexplored += 1
                     continue
-                keys, fps = self.path(fp)
-                jobs = [pool.apply_async(_job, (keys, fps, key, self.det)) for key, _ in actions]
+                jobs = self._submit(pool, fp, actions, depth)
                 outstanding += len(jobs)
                 pending.append((fp, view, actions, depth, jobs))
             if not pending:
@@ -116,6 +121,11 @@ class ParallelBreadthFirst(BreadthFirst):
                 self.reporter.progress(self.stats)
         return self.finish()
 
+    def _submit(self, pool, fp, actions, depth) -> list:
+        """Hand out the steps from world fp; one handle (with .get()) per action."""
+        keys, fps = self.path(fp)
+        return [pool.apply_async(_job, (keys, fps, key, self.det)) for key, _ in actions]
+
     def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
         """BreadthFirst.merge, with the results of the workers' jobs."""
         action_keys = [key for key, _ in actions]
@@ -124,9 +134,162 @@ class ParallelBreadthFirst(BreadthFirst):
         def successors():
             for (key, _), job in zip(actions, jobs):
                 result = job.get()
+                if result[0] == "ok" and len(result) > 5:
+                    result = self._copied(result)
                 if result[0] == "raise":
                     raise result[1]
                 _, label, fp2, view2, actions2 = result
                 self.stats.generated += 1
                 yield key, fp2, view2, (fp2, view2, actions2)
         return self.merge(fp, view, depth, action_keys, fair_key, successors(), queue)
+
+    def _copied(self, result: tuple) -> tuple:
+        return result[:5]
+
+
+
+# -- --fast: workers that keep snapshots ---------------------------------------------------
+def _fast_worker(conn, worker_model, index: int, keep: int) -> None:
+    """A worker process of FastParallelBreadthFirst: expands worlds on copies,
+    keeping the worlds it found as snapshots (at most `keep`) until told to drop
+    them. A job is (fp, keys, fps, action keys, det, may keep, drop); its answer
+    one result per action, as _job's plus (copied, kept); an error ends the list."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    model = worker_model(index)
+    cache: dict = {}
+
+    def step(system, key):
+        return take_step(system, key, with_actions=True, close=False)
+    try:
+        while True:
+            job = conn.recv()
+            if job is None:
+                return
+            fp, keys, fps, action_keys, det, may_keep, drop = job
+            for gone in drop:
+                system = cache.pop(gone, None)
+                if system is not None:
+                    system.close()
+            out = []
+            try:
+                held = cache.pop(fp, None) or replay(model, keys, fps)[0]
+                counted = Stats()
+                for key, system, (label, fp2, view2, actions2) in steps_by_copy(
+                        model, held, keys, fps, action_keys, step, counted):
+                    kept = may_keep and bool(actions2) and fp2 not in cache \
+                        and len(cache) < keep
+                    if kept:
+                        cache[fp2] = system
+                    else:
+                        system.close()
+                    if det:
+                        recheck(model, keys, fps, key, label, fp2, view2)
+                    out.append(("ok", label, fp2, view2, actions2, counted.copies, kept))
+                    counted.copies = 0
+            except Exception as e:      # noqa: BLE001
+                out.append(_carried(e))
+            conn.send(out)
+    except (EOFError, OSError):
+        return
+    finally:
+        for system in cache.values():
+            system.close()
+        model.close_all()
+
+
+class _Handle:
+    """The result of one action of a job: the worker answers jobs in order."""
+
+    def __init__(self, worker, job: list, i: int):
+        self.worker, self.job, self.i = worker, job, i
+
+    def get(self):
+        while not self.job:
+            self.worker.read_one()
+        results = self.job[0]
+        return results[min(self.i, len(results) - 1)]
+
+
+class _Worker:
+    def __init__(self, ctx, index: int, worker_model, keep: int):
+        self.index = index
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=_fast_worker, args=(theirs, worker_model, index, keep),
+                                daemon=True)
+        self.proc.start()
+        theirs.close()
+        self.waiting: deque = deque()       # jobs sent, not answered: answer lists
+        self.drop: list = []                # snapshots it keeps that will not be used
+
+    def send(self, job: tuple) -> list:
+        box: list = []
+        self.conn.send(job + (self.drop,))
+        self.drop = []
+        self.waiting.append(box)
+        return box
+
+    def read_one(self) -> None:
+        try:
+            answer = self.conn.recv()
+        except EOFError:
+            answer = [("raise", RuntimeError(f"--fast worker {self.index} died"))]
+        self.waiting.popleft().append(answer)
+
+
+class FastParallelBreadthFirst(ParallelBreadthFirst):
+    """--fast --workers N. Each worker keeps the worlds it found as snapshots; a world
+    is expanded by the worker holding it (copies of it, no replay) unless that worker
+    already has WINDOW_PER_WORKER jobs waiting, when the least busy worker replays it
+    once and copies from there. Which worker expands a world changes nothing in the
+    results, which are merged in the same order as ParallelBreadthFirst's."""
+
+    KEEP_PER_WORKER = 128
+    SLACK = 1       # jobs the holder of a world may have waiting beyond the least busy
+
+    def run(self) -> Outcome:
+        ctx = multiprocessing.get_context("fork")
+        self.pool = [_Worker(ctx, i, self.worker_model, self.KEEP_PER_WORKER)
+                     for i in range(self.workers)]
+        self.holder: dict = {}          # world -> the worker keeping a snapshot of it
+        try:
+            return self._search(None)
+        finally:
+            for w in self.pool:
+                try:
+                    w.conn.send(None)
+                except OSError:
+                    pass
+            for w in self.pool:
+                w.proc.join(timeout=10)
+                if w.proc.is_alive():
+                    w.proc.terminate()
+                    w.proc.join()
+
+    def _submit(self, pool, fp, actions, depth) -> list:
+        keys, fps = self.path(fp)
+        holder = self.holder.pop(fp, None)
+        worker = holder
+        least = min(self.pool, key=lambda w: (len(w.waiting), w.index))
+        if worker is None or len(worker.waiting) > len(least.waiting) + self.SLACK:
+            worker = least
+            if holder is not None and holder is not worker:
+                holder.drop.append(fp)
+        may_keep = self.max_depth is None or depth + 1 < self.max_depth
+        box = worker.send((fp, keys, fps, [k for k, _ in actions], self.det, may_keep))
+        return [_Handle(worker, box, i) for i in range(len(actions))]
+
+    def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
+        self._worker_of = jobs[0].worker if jobs else None
+        return super()._merge(fp, view, actions, depth, jobs, queue)
+
+    def _copied(self, result: tuple) -> tuple:
+        _, label, fp2, view2, actions2, copies, kept = result
+        self.stats.copies += copies
+        if kept:
+            worker = self._worker_of
+            if fp2 not in self.parent and fp2 not in self.holder:
+                self.holder[fp2] = worker       # merge is about to queue it
+            else:
+                worker.drop.append(fp2)
+        return result[:5]

@@ -59,6 +59,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
     data["counts"] = {"generated": st.generated, "distinct": st.distinct,
                       "left_on_queue": st.queue}
     data["depth"] = st.depth
+    data["copies"] = st.copies
     data["bounded"] = outcome.bounded
     if outcome.verdict == "ok":
         data["message"] = "No error has been found."

@@ -1,0 +1,138 @@
+/*
+ * journal: a one-node server whose state lives in files, for the --fast tests
+ * (a copied world must get its own files and its own file offsets).
+ *
+ *   journal PORT [--pipe]
+ *
+ * At start it opens, and keeps open: "journal" (O_APPEND, for writing), the same
+ * file again for reading (its offset advances as it reads what was appended), and
+ * the working directory (O_DIRECTORY, fsynced after each change), and reads what the
+ * journal already holds. Each line "W x"
+ * received is appended to the journal and fsynced; then "last" is written by
+ * path (open, write, rename over; relative to the working directory) and the
+ * journal is read on from the reading offset, and "OK x" is the reply. Its state on fd 3 is what it read
+ * so far, the size of the journal (fstat) and the content of "last".
+ *
+ * --pipe: also keep a self-pipe open (a world that cannot be copied: the pipe would
+ * be shared with the copy, so cmc replays it instead).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_CONNS 8
+
+static int wfd, rfd, dfd;
+static char seen[4096];
+static size_t nseen;
+static char last[256] = "";
+
+static void emit(void)
+{
+    struct stat st;
+    char line[8192];
+    if (fstat(wfd, &st) < 0) { perror("journal: fstat"); exit(1); }
+    int n = snprintf(line, sizeof line, "{\"read\":\"%.*s\",\"size\":%ld,\"last\":\"%s\"}\n",
+                     (int)nseen, seen, (long)st.st_size, last);
+    if (write(3, line, (size_t)n) != n) { perror("journal: fd 3"); exit(1); }
+}
+
+static void read_on(void)
+{
+    for (;;) {              /* read on from where this descriptor's offset is */
+        ssize_t r = read(rfd, seen + nseen, sizeof seen - 1 - nseen);
+        if (r < 0) { perror("journal: read"); exit(1); }
+        if (r == 0) break;
+        nseen += (size_t)r;
+    }
+}
+
+static void take(const char *x)
+{
+    char rec[300];
+    int n = snprintf(rec, sizeof rec, "%s;", x);
+    if (write(wfd, rec, (size_t)n) != n || fsync(wfd) < 0) { perror("journal: append"); exit(1); }
+    int t = open("last.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (t < 0 || write(t, x, strlen(x)) != (ssize_t)strlen(x) || close(t) < 0 ||
+        rename("last.tmp", "last") < 0 || fsync(dfd) < 0) { perror("journal: last"); exit(1); }
+    int l = open("last", O_RDONLY);
+    ssize_t got = l < 0 ? -1 : read(l, last, sizeof last - 1);
+    if (got < 0) { perror("journal: read last"); exit(1); }
+    last[got] = 0;
+    close(l);
+    read_on();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: journal PORT [--pipe]\n"); return 2; }
+    int port = atoi(argv[1]);
+    int sp[2] = { -1, -1 };
+    if (argc > 2 && strcmp(argv[2], "--pipe") == 0 && pipe(sp) < 0) { perror("pipe"); return 1; }
+    wfd = open("journal", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    rfd = open("journal", O_RDONLY);
+    dfd = open(".", O_RDONLY | O_DIRECTORY);
+    if (wfd < 0 || rfd < 0 || dfd < 0) { perror("journal: open"); return 1; }
+    read_on();
+    emit();
+
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 8) < 0) {
+        perror("journal: listen");
+        return 1;
+    }
+    int conns[MAX_CONNS], nconns = 0;
+    char buf[MAX_CONNS][256];
+    size_t have[MAX_CONNS];
+    for (;;) {
+        struct pollfd pfd[1 + MAX_CONNS];
+        pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+        for (int i = 0; i < nconns; i++)
+            pfd[1 + i] = (struct pollfd){ .fd = conns[i], .events = POLLIN };
+        if (poll(pfd, (nfds_t)(1 + nconns), -1) < 0) { perror("journal: poll"); return 1; }
+        if ((pfd[0].revents & POLLIN) && nconns < MAX_CONNS) {
+            int c = accept(lfd, NULL, NULL);
+            if (c >= 0) { have[nconns] = 0; conns[nconns++] = c; }
+        }
+        for (int i = 0; i < nconns; i++) {
+            if (!pfd[1 + i].revents)
+                continue;
+            ssize_t r = read(conns[i], buf[i] + have[i], sizeof buf[i] - 1 - have[i]);
+            if (r <= 0) {
+                close(conns[i]);
+                conns[i] = conns[--nconns];
+                have[i] = have[nconns];
+                memcpy(buf[i], buf[nconns], have[i]);
+                i--;        /* the moved one was polled as slot nconns: next round */
+                continue;
+            }
+            have[i] += (size_t)r;
+            char *nl;
+            while ((nl = memchr(buf[i], '\n', have[i]))) {
+                *nl = 0;
+                if (buf[i][0] == 'W' && buf[i][1] == ' ') {
+                    take(buf[i] + 2);
+                    emit();
+                    char ok[300];
+                    int n = snprintf(ok, sizeof ok, "OK %s\n", buf[i] + 2);
+                    if (write(conns[i], ok, (size_t)n) != n) { perror("journal: reply"); return 1; }
+                }
+                size_t used = (size_t)(nl - buf[i]) + 1;
+                memmove(buf[i], nl + 1, have[i] - used);
+                have[i] -= used;
+            }
+        }
+    }
+}
