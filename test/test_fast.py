@@ -1,0 +1,122 @@
+"""Issue 7: `--fast` visits worlds by forking their processes from a snapshot, and must
+give exactly what replay gives: the same output (verdict, counts, depth, the same
+shortest behavior, the same error), byte for byte apart from timestamps, and the
+same trace file. Every demo is run both ways (bug builds by default, correct builds
+in the slow suite), also with 2 workers, plus programs that keep files open
+(test/progs/journal.c), use epoll, or cannot be copied (a pipe: replayed instead),
+and programs that misbehave. `copies` in the JSON report shows that worlds were
+really copied.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import MODELS, ROOT, TEST_MODELS, run_cmc, without_timestamps
+
+DEMOS = ["durlog", "relay", "lease", "twopc", "raft"]
+
+
+def both_ways(model, tmp_path, *args, fast_args=("--fast",)):
+    """Run cmc on `model` with replay and with --fast; return both (exit, output,
+    report, trace text) and check that they agree."""
+    runs = []
+    for mode, extra in (("replay", ()), ("fast", fast_args)):
+        report = tmp_path / f"{mode}.json"
+        trace = tmp_path / f"{mode}.trace.json"
+        p = run_cmc("--model-file", model, *args, *extra, "--json", report,
+                    "--trace-out", trace, cwd=model.parent)
+        data = json.loads(report.read_text())
+        text = trace.read_text() if trace.exists() else None
+        out = without_timestamps(p.stdout).replace(str(trace), "TRACE")
+        runs.append((p.returncode, out, p.stderr, data, text))
+    (rc1, out1, err1, d1, t1), (rc2, out2, err2, d2, t2) = runs
+    assert rc1 == rc2, (out1[-1500:], err1[-1500:], out2[-1500:], err2[-1500:])
+    assert out2 == out1
+    assert err2 == err1
+    for field in ("verdict", "counts", "depth", "property", "trace", "message", "error"):
+        assert d2[field] == d1[field], field
+    if t1 is not None:
+        strip = lambda t: {k: v for k, v in json.loads(t).items() if k != "cmc_mode"}  # noqa
+        assert strip(t2) == strip(t1)
+    assert not d1.get("copies")
+    return rc1, out1, d2
+
+
+@pytest.mark.parametrize("demo", DEMOS)
+def test_fast_finds_the_same_bug_as_replay(demo, tmp_path):
+    rc, out, fast = both_ways(MODELS / f"{demo}.model", tmp_path,
+                              "-D", f"bin=../demo/build/{demo}-bug")
+    assert rc == 1, out[-2000:]
+    assert fast["copies"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("demo", DEMOS)
+def test_fast_checks_the_correct_demo_as_replay_does(demo, tmp_path):
+    rc, out, fast = both_ways(MODELS / f"{demo}.model", tmp_path)
+    assert rc == 0, out[-2000:]
+    assert fast["copies"] > fast["counts"]["distinct"] // 2
+
+
+@pytest.mark.parametrize("demo", ["durlog", "twopc"])
+def test_fast_with_two_workers_is_replay_again(demo, tmp_path):
+    rc, out, fast = both_ways(MODELS / f"{demo}.model", tmp_path,
+                              "-D", f"bin=../demo/build/{demo}-bug",
+                              fast_args=("--fast", "--workers", "2"))
+    assert rc == 1
+    assert fast["copies"] > 0
+
+
+def test_fast_gives_each_copy_its_own_files(tmp_path):
+    """journal keeps a file open for appending, another for reading (its offset moves),
+    its directory, and writes a file by relative path: a copy sharing any of them with
+    the world it came from would diverge from replay (replay checks every fingerprint
+    on the way, so this fails loudly)."""
+    rc, out, fast = both_ways(TEST_MODELS / "journal.model", tmp_path)
+    assert rc == 0, out[-2000:]
+    assert fast["copies"] > 100
+
+
+def test_fast_replays_a_world_it_cannot_copy(tmp_path):
+    """With a pipe open the node's worlds cannot be copied faithfully: all replayed."""
+    rc, out, fast = both_ways(TEST_MODELS / "journal.model", tmp_path, "-D", "flags=--pipe")
+    assert rc == 0, out[-2000:]
+    assert fast["copies"] == 0
+
+
+def test_fast_on_an_epoll_server(tmp_path):
+    """cmc made the node's epoll instance: a copy gets an empty one of its own."""
+    rc, out, fast = both_ways(TEST_MODELS / "epoll_kv.model", tmp_path)
+    assert rc == 0, out[-2000:]
+    assert fast["copies"] > 0
+
+
+@pytest.mark.parametrize("probe", ["poll", "select", "epoll", "udp", "time", "random",
+                                   "shutdown", "mixed"])
+def test_fast_runs_the_probes_as_replay_does(probe, tmp_path):
+    rc, out, _ = both_ways(TEST_MODELS / f"probe_{probe}.model", tmp_path)
+    assert rc == 0, out[-2000:]
+
+
+@pytest.mark.parametrize("case,mode", [("die", "abort"), ("json", "3"), ("fork", "fork"),
+                                       ("unsupported", "ioctl")])
+def test_fast_reports_a_misbehaving_program_as_replay_does(case, mode, tmp_path):
+    rc, out, fast = both_ways(TEST_MODELS / f"misbehave_{case}.model", tmp_path,
+                              "-D", f"mode={mode}")
+    assert rc == 3
+    assert fast["error"]["kind"] == "target"
+
+
+def test_fast_leaves_no_process_behind(tmp_path):
+    both_ways(MODELS / "durlog.model", tmp_path, "-D", "bin=../demo/build/durlog-bug")
+    ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
+    assert "demo/build/durlog" not in ps
+
+
+def test_fast_is_for_breadth_first_search(tmp_path):
+    p = run_cmc("--model-file", MODELS / "durlog.model", "--fast", "--dfs", "3", cwd=ROOT)
+    assert p.returncode == 2
+    assert "--fast applies to breadth-first search only" in p.stderr
