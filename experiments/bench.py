@@ -5,11 +5,14 @@ For each model (default: every models/*.model), in one run on this machine:
   (a) launch floor: fork+exec of each node binary, natively, until it writes its first
       state line on fd 3, then SIGKILL (experiments/floors.c); summed over the nodes;
   (b) notification floor: one seccomp user-notification round trip answered by C;
-  (c) cmc: breadth-first check of the model; wall time per generated state and per
-      emulated call (notification), launches per generated state.
-It prints the ratios (c)/(a) and (c)/(b). Method and results: docs/performance.md.
+  (c) cmc: breadth-first check of the model, four ways: replay and --fast, each with
+      1 and 2 workers (the same counts, asserted). States generated per second for
+      each; wall time per generated state over the launch floor; for the 1-worker
+      replay run also per emulated call (notification) over the notification floor.
+The floors and every cmc search run pinned to one CPU each, as cmc runs by default
+(--no-pin measures them unpinned). Method and results: docs/performance.md.
 
-    python3 experiments/bench.py [--no-workers] [MODEL ...]
+    python3 experiments/bench.py [--no-pin] [--no-workers] [MODEL ...]
 """
 from __future__ import annotations
 
@@ -26,10 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cmc.adapter import ClusterModel               # noqa: E402
-from cmc.cli import cluster_spec, engine_properties, parse_args  # noqa: E402
-from cmc.engine.bfs import BreadthFirst             # noqa: E402
+from cmc.cli import Run, cluster_spec, engine_properties, make_search, parse_args  # noqa: E402
 from cmc.engine.model import NullReporter           # noqa: E402
-from cmc.engine.parallel import ParallelBreadthFirst  # noqa: E402
 from cmc.kernel.node import COUNTERS                 # noqa: E402
 from cmc.lang import load_model                      # noqa: E402
 
@@ -53,31 +54,37 @@ def launch_floor_us(floors: str, model, n: int) -> float:
     return total
 
 
-def run_cmc(path: str, workers: int = 1) -> dict:
-    args = parse_args(["--model-file", path])
+def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -> dict:
+    """One search, made exactly as the command line makes it (pinning included)."""
+    argv = ["--model-file", path, "--workers", str(workers)] + (["--fast"] if fast else []) \
+        + ([] if pin else ["--no-pin"])
+    args = parse_args(argv)
     model = load_model(path, {})
-    workroot = tempfile.mkdtemp(prefix="cmc-bench-")
-    spec = cluster_spec(model, args)
-    system = ClusterModel(spec, workroot)
+    workroot = tempfile.mkdtemp(prefix="cmc-bench-", dir=_scratch())
+    system = ClusterModel(cluster_spec(model, args), workroot, many=fast)
     before = dict(COUNTERS)
+    affinity = os.sched_getaffinity(0)
     t0 = time.perf_counter()
     try:
-        if workers == 1:
-            search = BreadthFirst(system, engine_properties(model), NullReporter())
-        else:
-            search = ParallelBreadthFirst(
-                system, engine_properties(model), NullReporter(), workers=workers,
-                worker_model=lambda i: ClusterModel(spec, os.path.join(workroot, f"w{i}")))
+        search = make_search(args, Run(), system, engine_properties(model), NullReporter(), 100)
         outcome = search.run()
     finally:
         system.close_all()
         shutil.rmtree(workroot, ignore_errors=True)
+        os.sched_setaffinity(0, affinity)
     wall = time.perf_counter() - t0
     st = outcome.stats
     return {"verdict": outcome.verdict, "generated": st.generated, "distinct": st.distinct,
-            "depth": st.depth, "wall": wall,
+            "depth": st.depth, "wall": wall, "copies": st.copies,
             "launches": COUNTERS["launches"] - before["launches"],
             "notifications": COUNTERS["notifications"] - before["notifications"]}
+
+
+def _scratch():
+    from cmc.cli import scratch_dir
+    d = scratch_dir()
+    os.rmdir(d)
+    return os.path.dirname(d)
 
 
 def main() -> None:
@@ -85,37 +92,56 @@ def main() -> None:
     ap.add_argument("models", nargs="*")
     ap.add_argument("--launch-samples", type=int, default=100)
     ap.add_argument("--no-workers", action="store_true", help="skip the 2-worker runs")
+    ap.add_argument("--no-pin", action="store_true", help="run everything unpinned")
     args = ap.parse_args()
     models = args.models or sorted(str(p) for p in (ROOT / "models").glob("*.model"))
     subprocess.run(["make", "-s", "-C", str(ROOT / "demo")], check=True)
+    pin = not args.no_pin
     tmp = tempfile.mkdtemp(prefix="cmc-floors-")
+    affinity = os.sched_getaffinity(0)
     try:
         floors = floors_binary(tmp)
+        if pin:                     # the floors on one CPU, as cmc runs
+            os.sched_setaffinity(0, {min(affinity)})
         notify_us = float(subprocess.run([floors, "notify", "20000"], stdout=subprocess.PIPE,
                                          text=True, check=True).stdout)
-        print(f"notification floor: {notify_us:.1f} us per round trip (C supervisor)")
-        print("(counters and calls are from the 1-worker run; --fast is not implemented)")
-        header = (f"{'model':<10} {'gen':>6} {'dist':>5} {'depth':>5} {'st/s w1':>8} "
-                  f"{'st/s w2':>8} {'w2/w1':>6} {'ms/state':>8} {'calls/st':>8} "
-                  f"{'us/call':>7} {'floor ms':>8} {'st/floor':>8} {'call/notif':>10}")
+        print(f"notification floor: {notify_us:.1f} us per round trip (C supervisor)"
+              f"{', pinned to one CPU' if pin else ''}")
+        print("st/s: states generated per second; x/floor: wall time per generated state over "
+              "one native launch of the cluster")
+        header = (f"{'model':<8} {'gen':>5} {'dist':>5} {'depth':>5} {'floor ms':>8} | "
+                  f"{'replay w1':>9} {'w2':>7} {'fast w1':>8} {'w2':>7} | "
+                  f"{'fast/rep':>8} {'rep/floor':>9} {'fast/floor':>10} | "
+                  f"{'calls/st':>8} {'call/notif':>10} {'copied':>6}")
         print(header)
         for path in models:
             model = load_model(path, {})
             floor = launch_floor_us(floors, model, args.launch_samples) / 1000
-            r = run_cmc(path, workers=1)
-            r2 = run_cmc(path, workers=2) if not args.no_workers else None
-            assert r2 is None or (r2["generated"], r2["distinct"]) == (r["generated"], r["distinct"])
-            rate1 = r["generated"] / r["wall"]
-            rate2 = r2["generated"] / r2["wall"] if r2 else float("nan")
-            per_state = r["wall"] / r["generated"] * 1000
+            os.sched_setaffinity(0, affinity)
+            runs = {}
+            for fast in (False, True):
+                for workers in ((1,) if args.no_workers else (1, 2)):
+                    runs[fast, workers] = run_cmc(path, workers, fast, pin)
+            r = runs[False, 1]
+            for other in runs.values():
+                assert (other["verdict"], other["generated"], other["distinct"],
+                        other["depth"]) == (r["verdict"], r["generated"], r["distinct"],
+                                            r["depth"]), (path, other, r)
+            rate = {k: v["generated"] / v["wall"] for k, v in runs.items()}
+            nan = float("nan")
+            per_state = {k: v["wall"] / v["generated"] * 1000 for k, v in runs.items()}
             per_call = r["wall"] / max(r["notifications"], 1) * 1e6
-            print(f"{pathlib.Path(path).stem:<10} {r['generated']:>6} {r['distinct']:>5} "
-                  f"{r['depth']:>5} {rate1:>8.1f} {rate2:>8.1f} {rate2 / rate1:>6.2f} "
-                  f"{per_state:>8.2f} {r['notifications'] / r['generated']:>8.1f} "
-                  f"{per_call:>7.1f} {floor:>8.2f} {per_state / floor:>8.1f} "
-                  f"{per_call / notify_us:>10.1f}")
+            print(f"{pathlib.Path(path).stem:<8} {r['generated']:>5} {r['distinct']:>5} "
+                  f"{r['depth']:>5} {floor:>8.2f} | "
+                  f"{rate[False, 1]:>9.1f} {rate.get((False, 2), nan):>7.1f} "
+                  f"{rate[True, 1]:>8.1f} {rate.get((True, 2), nan):>7.1f} | "
+                  f"{rate[True, 1] / rate[False, 1]:>8.2f} "
+                  f"{per_state[False, 1] / floor:>9.2f} {per_state[True, 1] / floor:>10.2f} | "
+                  f"{r['notifications'] / r['generated']:>8.1f} {per_call / notify_us:>10.1f} "
+                  f"{runs[True, 1]['copies'] / r['generated']:>6.0%}")
             sys.stdout.flush()
     finally:
+        os.sched_setaffinity(0, affinity)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -63,6 +63,7 @@ def _job(keys: list[tuple], fps: list[bytes], key: tuple, det: bool):
 
 class ParallelBreadthFirst(BreadthFirst):
     WINDOW_PER_WORKER = 4     # jobs handed out ahead per worker: enough to never starve
+    LOOKAHEAD = 1             # steps made ready per job handed out (see the --fast subclass)
 
     def __init__(self, model, properties, reporter, workers: int, worker_model, **kw):
         super().__init__(model, properties, reporter, **kw)
@@ -93,7 +94,7 @@ class ParallelBreadthFirst(BreadthFirst):
             system.close()
         queue = deque([(fp0, view0, actions0)])     # found, not yet handed out
         pending = deque()                           # handed out, not yet merged
-        window = self.workers * self.WINDOW_PER_WORKER
+        window = self.workers * self.WINDOW_PER_WORKER * self.LOOKAHEAD
         outstanding = 0
         last_progress = time.monotonic()
         while queue or pending:
@@ -198,16 +199,33 @@ def _fast_worker(conn, worker_model, index: int, keep: int) -> None:
         model.close_all()
 
 
-class _Handle:
-    """The result of one action of a job: the worker answers jobs in order."""
+class _Job:
+    """The expansion of one world, made ready in BFS order and sent to a worker when
+    one is free (see FastParallelBreadthFirst._dispatch)."""
 
-    def __init__(self, worker, job: list, i: int):
-        self.worker, self.job, self.i = worker, job, i
+    def __init__(self, owner, fp, message: tuple, n: int):
+        self.owner, self.fp, self.message, self.n = owner, fp, message, n
+        self.worker = None
+        self.box = None
+
+    def send(self, worker) -> None:
+        self.worker = worker
+        self.box = worker.send(self.message)
+
+    def results(self) -> list:
+        if self.worker is None:
+            self.owner._send_now(self)
+        while not self.box:
+            self.worker.read_one()
+        return self.box[0]
+
+
+class _Handle:
+    def __init__(self, job: _Job, i: int):
+        self.job, self.i = job, i
 
     def get(self):
-        while not self.job:
-            self.worker.read_one()
-        results = self.job[0]
+        results = self.job.results()
         return results[min(self.i, len(results) - 1)]
 
 
@@ -222,9 +240,9 @@ class _Worker:
         self.waiting: deque = deque()       # jobs sent, not answered: answer lists
         self.drop: list = []                # snapshots it keeps that will not be used
 
-    def send(self, job: tuple) -> list:
+    def send(self, message: tuple) -> list:
         box: list = []
-        self.conn.send(job + (self.drop,))
+        self.conn.send(message + (self.drop,))
         self.drop = []
         self.waiting.append(box)
         return box
@@ -238,20 +256,23 @@ class _Worker:
 
 
 class FastParallelBreadthFirst(ParallelBreadthFirst):
-    """--fast --workers N. Each worker keeps the worlds it found as snapshots; a world
-    is expanded by the worker holding it (copies of it, no replay) unless that worker
-    already has WINDOW_PER_WORKER jobs waiting, when the least busy worker replays it
-    once and copies from there. Which worker expands a world changes nothing in the
-    results, which are merged in the same order as ParallelBreadthFirst's."""
+    """--fast --workers N. Each worker keeps the worlds it found as snapshots, and a
+    world is expanded by the worker holding it, on copies (no replay). Worlds are
+    made ready in BFS order LOOKAHEAD times further ahead than they are sent; a free
+    worker takes the first ready world it holds, else one nobody holds, and only
+    when it has nothing at all to do one held by another worker, which it replays
+    once (and copies from there). Which worker expands a world changes nothing in
+    the results, which are merged in the same order as ParallelBreadthFirst's."""
 
     KEEP_PER_WORKER = 128
-    SLACK = 1       # jobs the holder of a world may have waiting beyond the least busy
+    LOOKAHEAD = 4
 
     def run(self) -> Outcome:
         ctx = multiprocessing.get_context("fork")
         self.pool = [_Worker(ctx, i, self.worker_model, self.KEEP_PER_WORKER)
                      for i in range(self.workers)]
         self.holder: dict = {}          # world -> the worker keeping a snapshot of it
+        self.ready: list[_Job] = []     # made ready, not sent, in BFS order
         try:
             return self._search(None)
         finally:
@@ -268,26 +289,54 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
 
     def _submit(self, pool, fp, actions, depth) -> list:
         keys, fps = self.path(fp)
-        holder = self.holder.pop(fp, None)
-        worker = holder
-        least = min(self.pool, key=lambda w: (len(w.waiting), w.index))
-        if worker is None or len(worker.waiting) > len(least.waiting) + self.SLACK:
-            worker = least
-            if holder is not None and holder is not worker:
-                holder.drop.append(fp)
         may_keep = self.max_depth is None or depth + 1 < self.max_depth
-        box = worker.send((fp, keys, fps, [k for k, _ in actions], self.det, may_keep))
-        return [_Handle(worker, box, i) for i in range(len(actions))]
+        job = _Job(self, fp, (fp, keys, fps, [k for k, _ in actions], self.det, may_keep),
+                   len(actions))
+        self.ready.append(job)
+        self._dispatch()
+        return [_Handle(job, i) for i in range(len(actions))]
+
+    def _dispatch(self) -> None:
+        """Send ready jobs to free workers, keeping each world with its holder."""
+        sent = True
+        while self.ready and sent:
+            sent = False
+            for w in sorted(self.pool, key=lambda w: (len(w.waiting), w.index)):
+                if len(w.waiting) >= self.WINDOW_PER_WORKER or not self.ready:
+                    continue
+                pick = next((j for j in self.ready if self.holder.get(j.fp) is w), None) \
+                    or next((j for j in self.ready if j.fp not in self.holder), None)
+                if pick is None and not w.waiting:
+                    pick = self.ready[0]
+                if pick is not None:
+                    self._send(pick, w)
+                    sent = True
+
+    def _send(self, job: _Job, worker) -> None:
+        self.ready.remove(job)
+        holder = self.holder.pop(job.fp, None)
+        if holder is not None and holder is not worker:
+            holder.drop.append(job.fp)
+        job.send(worker)
+
+    def _send_now(self, job: _Job) -> None:
+        """The merge needs this job's results: send it to its holder, else to the
+        least busy worker."""
+        holder = self.holder.get(job.fp)
+        self._send(job, holder or min(self.pool, key=lambda w: (len(w.waiting), w.index)))
 
     def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
-        self._worker_of = jobs[0].worker if jobs else None
-        return super()._merge(fp, view, actions, depth, jobs, queue)
+        self._worker_of = jobs[0].job if jobs else None
+        try:
+            return super()._merge(fp, view, actions, depth, jobs, queue)
+        finally:
+            self._dispatch()
 
     def _copied(self, result: tuple) -> tuple:
         _, label, fp2, view2, actions2, copies, kept = result
         self.stats.copies += copies
         if kept:
-            worker = self._worker_of
+            worker = self._worker_of.worker
             if fp2 not in self.parent and fp2 not in self.holder:
                 self.holder[fp2] = worker       # merge is about to queue it
             else:
