@@ -10,7 +10,11 @@ really copied.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -120,3 +124,28 @@ def test_fast_is_for_breadth_first_search(tmp_path):
     p = run_cmc("--model-file", MODELS / "durlog.model", "--fast", "--dfs", "3", cwd=ROOT)
     assert p.returncode == 2
     assert "--fast applies to breadth-first search only" in p.stderr
+
+
+@pytest.mark.parametrize("how", [("--fast",), ("--fast", "--workers", "2")],
+                         ids=["fast", "fast-workers"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["int", "term"])
+def test_interrupted_fast_search_leaves_nothing_behind(how, sig, tmp_path):
+    """Snapshots are processes too: Ctrl-C and SIGTERM remove them, their copies'
+    directories and the workers."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(MODELS / "raft.model"),
+                          *how], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(tmp.iterdir()):
+        time.sleep(0.05)
+    time.sleep(1.0)                      # inside the search (it takes several seconds)
+    assert p.poll() is None
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode in (130, -signal.SIGTERM, 128 + signal.SIGTERM), out + err
+    assert list(tmp.iterdir()) == []
+    ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
+    assert "demo/build/raft" not in ps

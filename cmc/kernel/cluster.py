@@ -213,7 +213,7 @@ class Cluster:
         for node in self.nodes:
             node.kill()
         if self.own_root is not None:
-            shutil.rmtree(os.path.join(self.own_root, "nodes"), ignore_errors=True)
+            shutil.rmtree(self.own_root, ignore_errors=True)
 
     def fork(self, root: str) -> "Cluster":
         """A copy of this (quiescent) world, without a replay: see fork.py."""

@@ -10,7 +10,9 @@ pending notification. `fork_world` copies it without replaying from launch:
 - descriptors that a fork would share between the two worlds are replaced in the
   copy: a regular file or directory is opened again (the copy of it, when it lies
   in the node's directory) with the same flags and offset, and an epoll instance
-  cmc made is replaced by an empty one (cmc keeps its registrations);
+  cmc made is replaced by an empty one (cmc keeps its registrations). A file
+  outside the node's directory opened only to append to (stdout, stderr) is
+  shared: both worlds append to it, and neither reads it;
 - cmc's own record of the world (network, sockets, held calls, clocks) is deep
   copied, including the closures that complete held calls.
 
@@ -72,16 +74,19 @@ def _fill_cell(cell, value) -> None:
     cell.cell_contents = value
 
 
+_SHARED: dict[int, object] = {}        # during copy_record: objects not copied
+
+
+def _shared(key: int):
+    return _SHARED[key]
+
+
 class _WorldPickler(pickle.Pickler):
-    def __init__(self, buf, shared: dict):
-        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        self.shared = shared
-
-    def persistent_id(self, obj):
-        key = id(obj)
-        return key if key in self.shared else None
-
+    # reducer_override, unlike persistent_id, is not called for ints, strs, lists,
+    # dicts and tuples: the many small objects of a world pass at C speed.
     def reducer_override(self, obj):
+        if id(obj) in _SHARED:
+            return _shared, (id(obj),)
         if type(obj) is types.FunctionType and (obj.__closure__ or "<" in obj.__qualname__):
             key = id(obj.__code__)
             if key not in _CODES:
@@ -97,23 +102,15 @@ class _WorldPickler(pickle.Pickler):
         return NotImplemented
 
 
-class _WorldUnpickler(pickle.Unpickler):
-    def __init__(self, buf, shared: dict):
-        super().__init__(buf)
-        self.shared = shared
-
-    def persistent_load(self, key):
-        return self.shared[key]
-
-
 def copy_record(obj, shared: list):
-    """A deep copy of obj in which the objects of `shared` are not copied (None
-    stands for one that must not be carried over)."""
-    table = {id(o): o for o in shared}
-    buf = io.BytesIO()
-    _WorldPickler(buf, table).dump(obj)
-    buf.seek(0)
-    return _WorldUnpickler(buf, table).load()
+    """A deep copy of obj in which the objects of `shared` are not copied."""
+    _SHARED.update((id(o), o) for o in shared)
+    try:
+        buf = io.BytesIO()
+        _WorldPickler(buf, pickle.HIGHEST_PROTOCOL).dump(obj)
+        return pickle.loads(buf.getbuffer())
+    finally:
+        _SHARED.clear()
 
 
 # -- what a process holds ---------------------------------------------------------------
@@ -124,6 +121,11 @@ def _fdinfo(pid: int, fd: int) -> dict[str, str]:
             key, _, value = line.partition(":")
             out.setdefault(key, value.strip())
     return out
+
+
+def _appends_only(pid: int, fd: int) -> bool:
+    flags = int(_fdinfo(pid, fd)["flags"], 8)
+    return flags & os.O_ACCMODE == os.O_WRONLY and bool(flags & os.O_APPEND)
 
 
 def fd_plan(node) -> list[tuple]:
@@ -144,6 +146,9 @@ def fd_plan(node) -> list[tuple]:
             fd = int(name)
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
             if target.startswith("/"):
+                inside = target == cwd or target.startswith(cwd + "/")
+                if not inside and _appends_only(pid, fd):
+                    continue                # stdout, stderr, logs: the copy appends too
                 if target.endswith(" (deleted)"):
                     raise NotForkable(f"node {node.name} has a deleted file open on fd {fd}")
                 mode = os.stat(f"/proc/{pid}/fd/{fd}").st_mode
@@ -227,6 +232,8 @@ def fork_world(cluster, root: str):
                 n._poller = p
     twin._fork_plans = None
     twin.own_root = root
+    twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
+    os.makedirs(twin.outdir)
     twin.calls = []
     for n, m in zip(cluster.nodes, twin.nodes):
         m.cwd = os.path.join(root, "nodes", os.path.basename(n.cwd))
