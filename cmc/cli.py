@@ -301,7 +301,13 @@ def check(args, run: Run) -> int:
     try:
         reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
         search = make_search(args, run, system_model, props, reporter, live_steps)
-        outcome = _engine(search.run)
+        affinity = os.sched_getaffinity(0)
+        if args.workers == 1 and not args.no_pin:
+            pin_cpu()
+        try:
+            outcome = _engine(search.run)
+        finally:
+            os.sched_setaffinity(0, affinity)
         run.outcome = outcome
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
         reporter.finish(outcome, live_steps, bound)
@@ -389,8 +395,6 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.fast and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --fast applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
-    if args.workers == 1 and not args.no_pin:
-        pin_cpu()
     if args.workers > 1:
         from .adapter import ClusterModel
         from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst

@@ -29,7 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cmc.adapter import ClusterModel               # noqa: E402
-from cmc.cli import Run, cluster_spec, engine_properties, make_search, parse_args  # noqa: E402
+from cmc.cli import (Run, cluster_spec, engine_properties, make_search, parse_args,  # noqa: E402
+                     pin_cpu)
 from cmc.engine.model import NullReporter           # noqa: E402
 from cmc.kernel.node import COUNTERS                 # noqa: E402
 from cmc.lang import load_model                      # noqa: E402
@@ -67,6 +68,8 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -
     t0 = time.perf_counter()
     try:
         search = make_search(args, Run(), system, engine_properties(model), NullReporter(), 100)
+        if pin and workers == 1:
+            pin_cpu()               # as cmc's check() does
         outcome = search.run()
     finally:
         system.close_all()
