@@ -178,13 +178,21 @@ def pin_cpu(index: int | None = None) -> None:
 
 def scratch_dir() -> str:
     """A new temporary directory for the nodes' working directories: under $TMPDIR
-    when it is set, else in /dev/shm when there is one (a memory file system makes
-    a fresh directory per replay or copy cheap), else in the system's default."""
+    when it is set, else in /dev/shm when there is one with room (a memory file
+    system makes a fresh directory per replay or copy cheap; a container's small
+    default /dev/shm is not used), else in the system's default."""
     where = None
-    if "TMPDIR" not in os.environ and os.path.isdir("/dev/shm") \
-            and os.access("/dev/shm", os.W_OK | os.X_OK):
-        where = "/dev/shm"
+    if "TMPDIR" not in os.environ and os.access("/dev/shm", os.W_OK | os.X_OK):
+        try:
+            st = os.statvfs("/dev/shm")
+            if st.f_bavail * st.f_frsize >= SHM_ROOM:
+                where = "/dev/shm"
+        except OSError:
+            pass
     return tempfile.mkdtemp(prefix="cmc-", dir=where)
+
+
+SHM_ROOM = 1 << 30      # bytes free in /dev/shm for cmc to work there
 
 
 def cluster_spec(model, args):
