@@ -149,3 +149,11 @@ def test_interrupted_fast_search_leaves_nothing_behind(how, sig, tmp_path):
     assert list(tmp.iterdir()) == []
     ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
     assert "demo/build/raft" not in ps
+
+
+def test_fast_copies_a_python_node(tmp_path):
+    """CPython as the program under check: its start-up is what replay pays for at
+    every world, and what a copy skips."""
+    rc, out, fast = both_ways(TEST_MODELS / "pynode.model", tmp_path)
+    assert rc == 0, out[-2000:]
+    assert fast["copies"] > 0

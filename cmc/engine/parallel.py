@@ -24,7 +24,7 @@ import time
 from collections import deque
 
 from .bfs import PROGRESS_EVERY, BreadthFirst, steps_by_copy
-from .model import Outcome, Stats
+from .model import EngineLimit, Outcome, Stats
 from .replay import recheck, replay, take_step
 
 _worker = {}
@@ -250,8 +250,9 @@ class _Worker:
     def read_one(self) -> None:
         try:
             answer = self.conn.recv()
-        except EOFError:
-            answer = [("raise", RuntimeError(f"--fast worker {self.index} died"))]
+        except (EOFError, OSError):
+            answer = [("raise", EngineLimit(f"worker process {self.index} of --fast died "
+                                            "(out of memory?)"))]
         self.waiting.popleft().append(answer)
 
 
@@ -288,6 +289,11 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
                     w.proc.join()
 
     def _submit(self, pool, fp, actions, depth) -> list:
+        if not actions:
+            holder = self.holder.pop(fp, None)
+            if holder is not None:
+                holder.drop.append(fp)
+            return []
         keys, fps = self.path(fp)
         may_keep = self.max_depth is None or depth + 1 < self.max_depth
         job = _Job(self, fp, (fp, keys, fps, [k for k, _ in actions], self.det, may_keep),
