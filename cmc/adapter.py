@@ -58,22 +58,35 @@ class _Tracked:
 
 
 class ClusterModel:
-    """With `many` (--fast), worlds live side by side, each in its own directory
-    under workroot; otherwise one at a time, in workroot itself."""
+    """Each world works in a directory of its own under workroot, named `tag` and a
+    number, ten characters in all. With `many` (--fast), worlds live side by side,
+    each in a new directory; otherwise one at a time, all in the same one.
+
+    Every name has the same length whatever the mode, the worker (its tag) or the
+    count: a node's working directory is in its environment (HOME) and so on its
+    stack, and a path of another length would move the addresses it prints (in an
+    error message, say) between replay, --fast and --workers."""
+
+    NAME = 10
 
     def __init__(self, spec: ClusterSpec, workroot: str, recording: bool = False,
-                 many: bool = False):
+                 many: bool = False, tag: str = "w"):
         self.spec = spec
         self.workroot = workroot
         self.recording = recording
         self.many = many
+        self.tag = tag
         self.open: set[_Tracked] = set()
         self.launches = 0
         self._roots = 0
 
     def new_root(self) -> str:
+        """A new directory for one world."""
         self._roots += 1
-        return os.path.join(self.workroot, f"w{self._roots}")
+        return self._root(self._roots)
+
+    def _root(self, n: int) -> str:
+        return os.path.join(self.workroot, f"{self.tag}{n:0{self.NAME - len(self.tag)}d}")
 
     def fresh(self) -> _Tracked:
         if self.many:
@@ -82,7 +95,7 @@ class ClusterModel:
             cluster.own_root = root
         else:
             self.close_all()   # one cluster at a time shares the working directories
-            cluster = Cluster(self.spec, self.workroot)
+            cluster = Cluster(self.spec, self._root(0))
         cluster.recording = self.recording
         tracked = _Tracked(cluster, self)
         self.open.add(tracked)

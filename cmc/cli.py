@@ -352,8 +352,7 @@ def recorded_steps(model, args, outcome, workroot: str):
     from .engine.replay import replay
     if not outcome.trace:
         return []
-    recorder = ClusterModel(cluster_spec(model, args), os.path.join(workroot, "record"),
-                            recording=True)
+    recorder = ClusterModel(cluster_spec(model, args), workroot, recording=True, tag="r")
     try:
         system, steps = replay(recorder, [s.key for s in outcome.trace[1:]],
                                [s.fingerprint for s in outcome.trace], collect=True,
@@ -411,7 +410,7 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
         def worker_model(index: int):
             if not args.no_pin:
                 pin_cpu(index)
-            return ClusterModel(spec, os.path.join(root, f"worker{index}"), many=args.fast)
+            return ClusterModel(spec, root, many=args.fast, tag=f"k{index}")
         search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
         return search(system_model, props, reporter, workers=args.workers,
                                     worker_model=worker_model, max_depth=args.max_depth,

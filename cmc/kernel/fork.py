@@ -13,6 +13,8 @@ pending notification. `fork_world` copies it without replaying from launch:
   cmc made is replaced by an empty one (cmc keeps its registrations). A file
   outside the node's directory opened only to append to (stdout, stderr) is
   shared: both worlds append to it, and neither reads it;
+- HOME, which cmc sets to the node's directory, is pointed at the copy's (in the
+  environment block; world directories have names of one length);
 - cmc's own record of the world (network, sockets, held calls, clocks) is deep
   copied, including the closures that complete held calls.
 
@@ -175,6 +177,30 @@ def fd_plan(node) -> list[tuple]:
     return sorted(plan, key=lambda p: p[1])
 
 
+def home_address(node) -> int | None:
+    """Where, in node's memory, the value of HOME=<its directory> lies (the
+    environment block the kernel set up at exec), or None."""
+    try:
+        with open(f"/proc/{node.pid}/stat") as f:
+            env_start = int(f.read().rsplit(")", 1)[1].split()[47])  # field 50
+        with open(f"/proc/{node.pid}/environ", "rb") as f:
+            block = f.read()
+    except (OSError, ValueError, IndexError):
+        return None
+    entry = b"HOME=" + os.fsencode(node.cwd) + b"\0"
+    if block.startswith(entry):
+        return env_start + 5
+    at = block.find(b"\0" + entry)
+    return None if at < 0 else env_start + at + 1 + 5
+
+
+def _move_home(node, address: int | None) -> None:
+    """HOME is the node's directory (node.py): point the copy's at its own (as long
+    as the original's: fork_world checks)."""
+    if address is not None:
+        node.write(address, os.fsencode(node.cwd))
+
+
 def _replace_fds(node, plan, old_cwd: str) -> None:
     """Give the copy its own open file descriptions, held call pending."""
     nid = node.pending[0].id
@@ -216,12 +242,14 @@ def fork_world(cluster, root: str):
     plans = cluster._fork_plans
     if plans is None:
         try:
-            plans = {n.index: fd_plan(n) for n in cluster.nodes if n.alive}
+            plans = {n.index: (fd_plan(n), home_address(n)) for n in cluster.nodes if n.alive}
         except NotForkable as e:
             plans = e
         cluster._fork_plans = plans
     if isinstance(plans, NotForkable):
         raise plans
+    if cluster.own_root is None or len(root) != len(cluster.own_root):
+        raise NotForkable("the copy's directory would not be as long as the original's")
     shared = [cluster.spec] + [n.tap for n in cluster.nodes if n.tap is not None]
     pollers = [n.__dict__.pop("_poller", None) for n in cluster.nodes]
     try:
@@ -255,7 +283,9 @@ def fork_world(cluster, root: str):
             m.pending = (held, m.pending[1])
             rebind(n, held)
             rebind(m, held)
-            _replace_fds(m, plans[n.index], n.cwd)
+            plan, home = plans[n.index]
+            _replace_fds(m, plan, n.cwd)
+            _move_home(m, home)
     except BaseException:
         twin.close()
         raise

@@ -9,7 +9,9 @@
  * the working directory (O_DIRECTORY, fsynced after each change), and reads what the
  * journal already holds. Each line "W x"
  * received is appended to the journal and fsynced; then "last" is written by
- * path (open, write, rename over; relative to the working directory) and the
+ * path (open, write, rename over; relative to the working directory), the count of
+ * writes in $HOME/count is read and written again (cmc sets HOME to the working
+ * directory; fopen each time, by the absolute path), and the
  * journal is read on from the reading offset, and "OK x" is the reply. Its state on fd 3 is what it read
  * so far, the size of the journal (fstat) and the content of "last".
  *
@@ -35,14 +37,16 @@ static int wfd, rfd, dfd;
 static char seen[4096];
 static size_t nseen;
 static char last[256] = "";
+static long homecount;      /* writes counted in $HOME/count (HOME is the directory) */
 
 static void emit(void)
 {
     struct stat st;
     char line[8192];
     if (fstat(wfd, &st) < 0) { perror("journal: fstat"); exit(1); }
-    int n = snprintf(line, sizeof line, "{\"read\":\"%.*s\",\"size\":%ld,\"last\":\"%s\"}\n",
-                     (int)nseen, seen, (long)st.st_size, last);
+    int n = snprintf(line, sizeof line,
+                     "{\"read\":\"%.*s\",\"size\":%ld,\"last\":\"%s\",\"count\":%ld}\n",
+                     (int)nseen, seen, (long)st.st_size, last, homecount);
     if (write(3, line, (size_t)n) != n) { perror("journal: fd 3"); exit(1); }
 }
 
@@ -69,6 +73,13 @@ static void take(const char *x)
     if (got < 0) { perror("journal: read last"); exit(1); }
     last[got] = 0;
     close(l);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/count", getenv("HOME"));
+    FILE *c = fopen(path, "r");
+    homecount = 0;
+    if (c) { if (fscanf(c, "%ld", &homecount) != 1) homecount = 0; fclose(c); }
+    c = fopen(path, "w");
+    if (!c || fprintf(c, "%ld\n", ++homecount) < 0 || fclose(c)) { perror("journal: count"); exit(1); }
     read_on();
 }
 
