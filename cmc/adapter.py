@@ -18,9 +18,10 @@ from .kernel.fork import ForkFailed, NotForkable
 
 
 class _Tracked:
-    def __init__(self, cluster: Cluster, owner: "ClusterModel"):
+    def __init__(self, cluster: Cluster, owner: "ClusterModel", is_copy: bool = False):
         self._c = cluster
         self._owner = owner
+        self.is_copy = is_copy
 
     def actions(self):
         return self._c.actions()
@@ -43,7 +44,7 @@ class _Tracked:
         """A copy of this world (--fast), or None when it cannot be copied faithfully
         (the engine replays it then)."""
         try:
-            twin = _Tracked(self._c.fork(self._owner.new_root()), self._owner)
+            twin = _Tracked(self._c.fork(self._owner.new_root()), self._owner, is_copy=True)
         except NotForkable:
             return None
         except ForkFailed as e:

@@ -117,7 +117,7 @@ def test_fast_reports_a_misbehaving_program_as_replay_does(case, mode, tmp_path)
 def test_fast_leaves_no_process_behind(tmp_path):
     both_ways(MODELS / "durlog.model", tmp_path, "-D", "bin=../demo/build/durlog-bug")
     ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
-    assert "demo/build/durlog" not in ps
+    assert str(ROOT / "demo" / "build" / "durlog") not in ps
 
 
 def test_fast_is_for_breadth_first_search(tmp_path):
@@ -148,7 +148,7 @@ def test_interrupted_fast_search_leaves_nothing_behind(how, sig, tmp_path):
     assert p.returncode in (130, -signal.SIGTERM, 128 + signal.SIGTERM), out + err
     assert list(tmp.iterdir()) == []
     ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
-    assert "demo/build/raft" not in ps
+    assert str(ROOT / "demo" / "build" / "raft") not in ps
 
 
 def test_fast_copies_a_python_node(tmp_path):
@@ -157,3 +157,16 @@ def test_fast_copies_a_python_node(tmp_path):
     rc, out, fast = both_ways(TEST_MODELS / "pynode.model", tmp_path)
     assert rc == 0, out[-2000:]
     assert fast["copies"] > 0
+
+
+def test_fast_refuses_a_program_that_reaches_another_worlds_files(tmp_path):
+    """journal --abs writes by the absolute path of its directory taken at start: a
+    copy would write into the original's files. Replay checks it; --fast must say it
+    cannot, never give another answer."""
+    model = TEST_MODELS / "journal.model"
+    r = run_cmc("--model-file", model, "-D", "flags=--abs", cwd=model.parent)
+    assert r.returncode == 0, r.stdout[-2000:]
+    r = run_cmc("--model-file", model, "-D", "flags=--abs", "--fast", cwd=model.parent)
+    assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "changed the files of the world it was copied from" in r.stdout + r.stderr
+    assert "check it without --fast" in r.stdout + r.stderr

@@ -166,7 +166,7 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
                 result = step(system, key)
             except Exception:
                 system.close()
-                if not copied:
+                if not getattr(system, "is_copy", False):
                     raise
                 system = replay(model, keys, fps)[0]
                 result = step(system, key)

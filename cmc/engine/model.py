@@ -25,6 +25,7 @@ class System(Protocol):
     def close(self) -> None: ...
     # Optional (--fast): a copy of this world, or None when it cannot be copied
     # faithfully. Raises CopyFailed when copying broke this world (it is closed).
+    # `is_copy`: this world was made by fork() (or is one stepped on since).
     def fork(self) -> "System | None": ...
 
 

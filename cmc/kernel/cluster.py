@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -106,6 +107,7 @@ class Cluster:
         self._out_offsets: dict[str, int] = {}
         self.own_root: str | None = None     # a directory of this world alone (--fast)
         self._fork_plans = None              # what a fork must redo per node (fork.py)
+        self._fork_stamp = None              # its directories when first copied
 
     def drain(self) -> dict:
         """What happened since the last drain: each node's emulated calls, and
@@ -212,6 +214,15 @@ class Cluster:
     def close(self) -> None:
         for node in self.nodes:
             node.kill()
+        if self._fork_stamp is not None and sys.exc_info()[0] is None:
+            from .fork import check_intact
+            self._fork_plans = None
+            try:
+                check_intact(self)
+            finally:
+                self._fork_stamp = None
+                if self.own_root is not None:
+                    shutil.rmtree(self.own_root, ignore_errors=True)
         if self.own_root is not None:
             shutil.rmtree(self.own_root, ignore_errors=True)
 
@@ -339,9 +350,12 @@ class Cluster:
                               f"step {self.step + 1} ({describe_key(key)}) is not enabled "
                               "any more; the program under check (or cmc) is not "
                               "deterministic")
+        if self._fork_stamp is not None:    # copied from: still as it was left?
+            from .fork import check_intact
+            check_intact(self)
         self.step += 1
         self.step_label = f"<{label}>"
-        self._fork_plans = None
+        self._fork_plans = self._fork_stamp = None
         kind = key[0]
         if kind == "DELIVER":
             self._deliver(self._conn_by_key(key[1]), key[2], key[3])

@@ -34,7 +34,7 @@ import shutil
 import stat
 import types
 
-from ..errors import EngineError
+from ..errors import EngineError, TargetError
 from . import _native
 from .node import COUNTERS
 
@@ -237,6 +237,33 @@ def rebind(node, held) -> None:
 
 
 # -- the world ------------------------------------------------------------------------
+def stamp(cluster) -> tuple:
+    """What the nodes' directories hold (names, sizes, modification times)."""
+    out = []
+    for n in cluster.nodes:
+        for folder, dirs, files in os.walk(n.cwd):
+            dirs.sort()
+            for name in [""] + sorted(files):
+                try:
+                    st = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                out.append((folder, name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def check_intact(cluster) -> None:
+    """A world that was copied must find its directories as it left them: its own
+    processes were frozen meanwhile, so a change was made by a copy that reached
+    them through a path it kept (not through its working directory or HOME)."""
+    if cluster._fork_stamp is not None and stamp(cluster) != cluster._fork_stamp:
+        raise TargetError(
+            "a copy of a world made by --fast changed the files of the world it was "
+            "copied from: a node reaches its files through a path it kept from its "
+            "start (not through its working directory or HOME), so its worlds cannot "
+            "be copied; check it without --fast")
+
+
 def fork_world(cluster, root: str):
     """A copy of `cluster` (a quiescent world) working under directory `root`."""
     plans = cluster._fork_plans
@@ -246,6 +273,9 @@ def fork_world(cluster, root: str):
         except NotForkable as e:
             plans = e
         cluster._fork_plans = plans
+        cluster._fork_stamp = stamp(cluster)
+    else:
+        check_intact(cluster)
     if isinstance(plans, NotForkable):
         raise plans
     if cluster.own_root is None or len(root) != len(cluster.own_root):
@@ -258,7 +288,7 @@ def fork_world(cluster, root: str):
         for n, p in zip(cluster.nodes, pollers):
             if p is not None:
                 n._poller = p
-    twin._fork_plans = None
+    twin._fork_plans = twin._fork_stamp = None
     twin.own_root = root
     twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
     os.makedirs(twin.outdir)

@@ -2,7 +2,7 @@
  * journal: a one-node server whose state lives in files, for the --fast tests
  * (a copied world must get its own files and its own file offsets).
  *
- *   journal PORT [--pipe]
+ *   journal PORT [--pipe | --abs]
  *
  * At start it opens, and keeps open: "journal" (O_APPEND, for writing), the same
  * file again for reading (its offset advances as it reads what was appended), and
@@ -17,6 +17,8 @@
  *
  * --pipe: also keep a self-pipe open (a world that cannot be copied: the pipe would
  * be shared with the copy, so cmc replays it instead).
+ * --abs: write "last" by the absolute path of the working directory taken at start
+ * (a copy made by --fast would write into the original's directory: cmc must say so).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -37,6 +39,7 @@ static int wfd, rfd, dfd;
 static char seen[4096];
 static size_t nseen;
 static char last[256] = "";
+static char dir[4096] = ".";     /* with --abs: getcwd() at start */
 static long homecount;      /* writes counted in $HOME/count (HOME is the directory) */
 
 static void emit(void)
@@ -65,10 +68,13 @@ static void take(const char *x)
     char rec[300];
     int n = snprintf(rec, sizeof rec, "%s;", x);
     if (write(wfd, rec, (size_t)n) != n || fsync(wfd) < 0) { perror("journal: append"); exit(1); }
-    int t = open("last.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char tmp[4200], fin[4200];
+    snprintf(tmp, sizeof tmp, "%s/last.tmp", dir);
+    snprintf(fin, sizeof fin, "%s/last", dir);
+    int t = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (t < 0 || write(t, x, strlen(x)) != (ssize_t)strlen(x) || close(t) < 0 ||
-        rename("last.tmp", "last") < 0 || fsync(dfd) < 0) { perror("journal: last"); exit(1); }
-    int l = open("last", O_RDONLY);
+        rename(tmp, fin) < 0 || fsync(dfd) < 0) { perror("journal: last"); exit(1); }
+    int l = open(fin, O_RDONLY);
     ssize_t got = l < 0 ? -1 : read(l, last, sizeof last - 1);
     if (got < 0) { perror("journal: read last"); exit(1); }
     last[got] = 0;
@@ -85,10 +91,11 @@ static void take(const char *x)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) { fprintf(stderr, "usage: journal PORT [--pipe]\n"); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: journal PORT [--pipe | --abs]\n"); return 2; }
     int port = atoi(argv[1]);
     int sp[2] = { -1, -1 };
     if (argc > 2 && strcmp(argv[2], "--pipe") == 0 && pipe(sp) < 0) { perror("pipe"); return 1; }
+    if (argc > 2 && strcmp(argv[2], "--abs") == 0 && !getcwd(dir, sizeof dir)) { perror("cwd"); return 1; }
     wfd = open("journal", O_WRONLY | O_CREAT | O_APPEND, 0644);
     rfd = open("journal", O_RDONLY);
     dfd = open(".", O_RDONLY | O_DIRECTORY);
