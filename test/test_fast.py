@@ -23,7 +23,7 @@ from conftest import MODELS, ROOT, TEST_MODELS, run_cmc, without_timestamps
 DEMOS = ["durlog", "relay", "lease", "twopc", "raft"]
 
 
-def both_ways(model, tmp_path, *args, fast_args=("--fast",)):
+def both_ways(model, tmp_path, *args, fast_args=("--fast",), env=None):
     """Run cmc on `model` with replay and with --fast; return both (exit, output,
     report, trace text) and check that they agree."""
     runs = []
@@ -31,7 +31,7 @@ def both_ways(model, tmp_path, *args, fast_args=("--fast",)):
         report = tmp_path / f"{mode}.json"
         trace = tmp_path / f"{mode}.trace.json"
         p = run_cmc("--model-file", model, *args, *extra, "--json", report,
-                    "--trace-out", trace, cwd=model.parent)
+                    "--trace-out", trace, cwd=model.parent, env=env)
         data = json.loads(report.read_text())
         text = trace.read_text() if trace.exists() else None
         out = without_timestamps(p.stdout).replace(str(trace), "TRACE")
@@ -154,7 +154,8 @@ def test_interrupted_fast_search_leaves_nothing_behind(how, sig, tmp_path):
 def test_fast_copies_a_python_node(tmp_path):
     """CPython as the program under check: its start-up is what replay pays for at
     every world, and what a copy skips."""
-    rc, out, fast = both_ways(TEST_MODELS / "pynode.model", tmp_path)
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    rc, out, fast = both_ways(TEST_MODELS / "pynode.model", tmp_path, env={"PATH": path})
     assert rc == 0, out[-2000:]
     assert fast["copies"] > 0
 
