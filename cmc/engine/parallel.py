@@ -14,6 +14,10 @@ worker) so that workers never wait for the parent.
 Each worker is a process with its own model (its own working directories) made
 by `worker_model(index)`; the parent launches only the initial world and the
 replays that show a counterexample.
+
+With --fast (FastParallelBreadthFirst) a job is a whole world's expansion, done on
+copies of a snapshot that the worker keeps; each world goes to the worker holding
+it. The merge is the same.
 """
 from __future__ import annotations
 
@@ -67,7 +71,6 @@ class ParallelBreadthFirst(BreadthFirst):
 
     def __init__(self, model, properties, reporter, workers: int, worker_model, **kw):
         super().__init__(model, properties, reporter, **kw)
-
         self.workers = workers
         self.worker_model = worker_model
 
@@ -146,7 +149,6 @@ class ParallelBreadthFirst(BreadthFirst):
 
     def _copied(self, result: tuple) -> tuple:
         return result[:5]
-
 
 
 # -- --fast: workers that keep snapshots ---------------------------------------------------
