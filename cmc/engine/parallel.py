@@ -22,6 +22,7 @@ it. The merge is the same.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import pickle
 import signal
 import time
@@ -218,7 +219,7 @@ class _Job:
         if self.worker is None:
             self.owner._send_now(self)
         while not self.box:
-            self.worker.read_one()
+            self.owner._pump()
         return self.box[0]
 
 
@@ -326,6 +327,13 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
         if holder is not None and holder is not worker:
             holder.drop.append(job.fp)
         job.send(worker)
+
+    def _pump(self) -> None:
+        """Wait for any worker's answer, take it, and give free workers more."""
+        busy = [w for w in self.pool if w.waiting]
+        for conn in multiprocessing.connection.wait([w.conn for w in busy]):
+            next(w for w in busy if w.conn is conn).read_one()
+        self._dispatch()
 
     def _send_now(self, job: _Job) -> None:
         """The merge needs this job's results: send it to its holder, else to the
