@@ -73,8 +73,8 @@ def parse_args(argv):
                    help="breadth-first search with N replay worker processes (same counts "
                    "and counterexample as one)")
     p.add_argument("--fast", action="store_true",
-                   help="breadth-first search that copies worlds by forking their processes "
-                   "instead of replaying them from launch (same counts and counterexample)")
+                   help="copy worlds by forking their processes instead of replaying them from "
+                   "launch (breadth- and depth-first search; the same results)")
     p.add_argument("--max-depth", type=_count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
@@ -399,9 +399,9 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.workers > 1 and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --workers applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
-    if args.fast and (args.dfs is not None or args.simulate):
-        raise UsageError("cmc: --fast applies to breadth-first search only "
-                         "(not with --dfs or --simulate)")
+    if args.fast and args.simulate:
+        raise UsageError("cmc: --fast applies to breadth-first and depth-first search "
+                         "(not to --simulate)")
     if args.workers > 1:
         from .adapter import ClusterModel
         from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
@@ -416,7 +416,8 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
                                     worker_model=worker_model, max_depth=args.max_depth,
                                     fast=args.fast, **common)
     if args.dfs is not None:
-        return DepthFirst(system_model, props, reporter, depth=args.dfs, **common)
+        return DepthFirst(system_model, props, reporter, depth=args.dfs, fast=args.fast,
+                          **common)
     if args.simulate:
         return Simulation(system_model, props, reporter, seed=run.seed,
                           walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)

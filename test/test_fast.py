@@ -120,10 +120,23 @@ def test_fast_leaves_no_process_behind(tmp_path):
     assert str(ROOT / "demo" / "build" / "durlog") not in ps
 
 
-def test_fast_is_for_breadth_first_search(tmp_path):
-    p = run_cmc("--model-file", MODELS / "durlog.model", "--fast", "--dfs", "3", cwd=ROOT)
+def test_fast_is_not_for_simulation(tmp_path):
+    p = run_cmc("--model-file", MODELS / "durlog.model", "--fast", "--simulate", cwd=ROOT)
     assert p.returncode == 2
-    assert "--fast applies to breadth-first search only" in p.stderr
+    assert "--fast applies to breadth-first and depth-first search" in p.stderr
+
+
+@pytest.mark.parametrize("model,args,rc", [
+    (MODELS / "durlog.model", ("--dfs", "10"), 0),
+    (MODELS / "twopc.model", ("--dfs", "15", "-D", "bin=../demo/build/twopc-bug"), 1),
+    (TEST_MODELS / "journal.model", ("--dfs", "10"), 0),
+], ids=["durlog", "twopc-bug", "journal"])
+def test_fast_depth_first_is_replay_again(model, args, rc, tmp_path):
+    """Depth-first search with --fast: every child pushed keeps its copy as the
+    snapshot to expand it from."""
+    got, out, fast = both_ways(model, tmp_path, *args)
+    assert got == rc, out[-2000:]
+    assert fast["copies"] > 0
 
 
 @pytest.mark.parametrize("how", [("--fast",), ("--fast", "--workers", "2")],

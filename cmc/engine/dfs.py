@@ -10,11 +10,16 @@ counterexample is the path the search took, not necessarily a shortest one.
 The children of a world are generated with its actions in reverse order: the
 last system used is then at the child of the first action, which is the next
 world the search expands, so that child needs no replay.
+
+With `fast` (--fast), the children are taken on copies of the world (see bfs.py),
+and every child pushed on the stack keeps its system as the snapshot it will be
+expanded from (at most KEEP at a time; others are replayed when their turn comes).
 """
 from __future__ import annotations
 
 import time
 
+from .bfs import steps_by_copy
 from .model import Outcome
 from .replay import replay
 from .search import Search
@@ -24,11 +29,23 @@ PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays 
 
 
 class DepthFirst(Search):
-    def __init__(self, *args, depth: int, **kwargs):
+    KEEP = 256              # --fast: snapshots kept alive at most
+
+    def __init__(self, *args, depth: int, fast: bool = False, **kwargs):
         super().__init__(*args, max_depth=depth, **kwargs)
         self.cut: set[bytes] = set()    # worlds at the bound, not expanded (yet)
+        self.fast = fast
+        self.snapshots: dict = {}
 
     def run(self) -> Outcome:
+        try:
+            return self._run()
+        finally:
+            for system in self.snapshots.values():
+                system.close()
+            self.snapshots.clear()
+
+    def _run(self) -> Outcome:
         system, fp0, _, outcome = self.begin()
         if outcome is not None:
             return outcome
@@ -45,6 +62,8 @@ class DepthFirst(Search):
                     else:
                         held[1].close()
                     held = None
+                if self.fast and system is None:
+                    system = self.snapshots.pop(fp, None)
                 outcome, held = self.expand(fp, system, stack)
                 if outcome is not None:
                     self.stats.queue = len(stack)
@@ -75,11 +94,10 @@ class DepthFirst(Search):
         action_keys = [a.key for a in actions]
         busy = False
         left = None
-        for n, action in enumerate(reversed(actions)):
-            if n > 0:
-                system, _ = replay(self.model, keys, fps)
-            last = n == len(actions) - 1
-            label, fp2, view2, kept = self._step(system, keys, fps, action.key, keep=last)
+        ordered = list(reversed(actions))
+        children = (self._copied(system, keys, fps, ordered) if self.fast and ordered
+                    else self._replayed(system, keys, fps, ordered))
+        for action, (label, fp2, view2, kept) in zip(ordered, children):
             if action.key == fair_key:
                 self.live.edge(fp, action_keys, action.key, fp2)
             if action.key[0].startswith("DELIVER") or (action.key[0] == "FIRE" and fp2 != fp):
@@ -101,7 +119,13 @@ class DepthFirst(Search):
                 else:
                     self.parent[fp2] = (fp, action.key, depth + 1)
                 stack.append(fp2)
-                if kept is not None:
+                if kept is not None and self.fast:
+                    if fp2 not in self.snapshots and len(self.snapshots) < self.KEEP \
+                            and depth + 1 < self.max_depth:
+                        self.snapshots[fp2] = kept
+                    else:
+                        kept.close()
+                elif kept is not None:
                     left = (fp2, kept)
             elif kept is not None:
                 kept.close()
@@ -112,6 +136,22 @@ class DepthFirst(Search):
                     left[1].close()
                 return self.violation(bad, fp), None
         return None, left
+
+    def _replayed(self, system, keys, fps, ordered):
+        """(label, fingerprint, world, system kept or None) per action: the first on
+        `system`, the others on replays; the last child's system is kept."""
+        for n, action in enumerate(ordered):
+            if n > 0:
+                system, _ = replay(self.model, keys, fps)
+            yield self._step(system, keys, fps, action.key, keep=n == len(ordered) - 1)
+
+    def _copied(self, system, keys, fps, ordered):
+        """The same, each child on a copy of `system` (--fast), every system kept."""
+        def step(world, key):
+            return self.step(world, keys, fps, key, close=False)
+        for _, child, (label, fp2, view2) in steps_by_copy(
+                self.model, system, keys, fps, [a.key for a in ordered], step, self.stats):
+            yield label, fp2, view2, child
 
     def _step(self, system, keys, fps, key, keep: bool):
         """Like Search.step, but the system of the last child may be kept open for
