@@ -22,7 +22,10 @@ A world that cannot be copied faithfully raises NotForkable before anything is
 touched, and the engine replays it instead: a node with more than one thread (only
 the calling thread would be copied), a pipe, an AF_UNIX socket or another kernel
 object shared with the copy, a deleted open file, a file of its directory mapped
-into memory, or an epoll instance holding real descriptors.
+into memory, or an epoll instance holding real descriptors. And a world that was
+copied must find its directories as it left them when it is next used or closed
+(`check_intact`): otherwise a copy reached them through a path the node kept, and
+cmc stops rather than give an answer replay would not.
 """
 from __future__ import annotations
 
