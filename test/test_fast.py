@@ -184,3 +184,11 @@ def test_fast_refuses_a_program_that_reaches_another_worlds_files(tmp_path):
     assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
     assert "changed the files of the world it was copied from" in r.stdout + r.stderr
     assert "check it without --fast" in r.stdout + r.stderr
+
+
+def test_fast_copies_a_node_that_ends_by_itself(tmp_path):
+    """The node exits (status 0) in some worlds, copies among them: its end is seen on
+    its pidfd, since the listener it shares with the original does not hang up."""
+    rc, out, fast = both_ways(TEST_MODELS / "journal-quit.model", tmp_path)
+    assert rc == 0, out[-2000:]
+    assert fast["copies"] > 0

@@ -15,6 +15,8 @@
  * journal is read on from the reading offset, and "OK x" is the reply. Its state on fd 3 is what it read
  * so far, the size of the journal (fstat) and the content of "last".
  *
+ * A line "Q" makes it exit with status 0.
+ *
  * --pipe: also keep a self-pipe open (a world that cannot be copied: the pipe would
  * be shared with the copy, so cmc replays it instead).
  * --abs: write "last" by the absolute path of the working directory taken at start
@@ -140,6 +142,8 @@ int main(int argc, char **argv)
             char *nl;
             while ((nl = memchr(buf[i], '\n', have[i]))) {
                 *nl = 0;
+                if (strcmp(buf[i], "Q") == 0)
+                    exit(0);            /* ends by itself: alive false, peers see FIN */
                 if (buf[i][0] == 'W' && buf[i][1] == ' ') {
                     take(buf[i] + 2);
                     emit();
