@@ -212,8 +212,10 @@ class Cluster:
         self.settle()
 
     def close(self) -> None:
+        for node in self.nodes:         # all at once: their ends overlap
+            node.send_kill()
         for node in self.nodes:
-            node.kill()
+            node.reap()
         if self._fork_stamp is not None and sys.exc_info()[0] is None:
             from .fork import check_intact
             self._fork_plans = None

@@ -128,11 +128,6 @@ def _fdinfo(pid: int, fd: int) -> dict[str, str]:
     return out
 
 
-def _appends_only(pid: int, fd: int) -> bool:
-    flags = int(_fdinfo(pid, fd)["flags"], 8)
-    return flags & os.O_ACCMODE == os.O_WRONLY and bool(flags & os.O_APPEND)
-
-
 def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
     flags, pos, cloexec) or ("epoll", fd, cloexec). Raises NotForkable."""
@@ -151,8 +146,10 @@ def fd_plan(node) -> list[tuple]:
             fd = int(name)
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
             if target.startswith("/"):
+                info = _fdinfo(pid, fd)
+                flags = int(info["flags"], 8)
                 inside = target == cwd or target.startswith(cwd + "/")
-                if not inside and _appends_only(pid, fd):
+                if not inside and flags & os.O_ACCMODE == os.O_WRONLY and flags & os.O_APPEND:
                     continue                # stdout, stderr, logs: the copy appends too
                 if target.endswith(" (deleted)"):
                     raise NotForkable(f"node {node.name} has a deleted file open on fd {fd}")
@@ -161,8 +158,6 @@ def fd_plan(node) -> list[tuple]:
                     continue                        # /dev/null and the like: no state
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     raise NotForkable(f"node {node.name} has {target} open on fd {fd}")
-                info = _fdinfo(pid, fd)
-                flags = int(info["flags"], 8)
                 plan.append(("file", fd, target, flags & _KEEP_FLAGS, int(info["pos"]),
                              bool(flags & os.O_CLOEXEC)))
             elif target == "anon_inode:[eventpoll]":
@@ -174,8 +169,6 @@ def fd_plan(node) -> list[tuple]:
             else:
                 raise NotForkable(f"node {node.name} has {target} open on fd {fd}")
     except (OSError, KeyError, ValueError, IndexError) as e:
-        if isinstance(e, NotForkable):
-            raise
         raise NotForkable(f"cannot read the descriptors of node {node.name}: {e}") from None
     return sorted(plan, key=lambda p: p[1])
 

@@ -198,6 +198,11 @@ class Node:
 
     def kill(self) -> None:
         """SIGKILL the process (a CRASH, or cleanup) and reap it."""
+        self.send_kill()
+        self.reap()
+
+    def send_kill(self) -> None:
+        """SIGKILL the process and its group, without waiting for its end."""
         if self.pid:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
@@ -207,6 +212,9 @@ class Node:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+    def reap(self) -> None:
+        if self.pid:
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
