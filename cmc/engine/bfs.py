@@ -41,15 +41,10 @@ class BreadthFirst(Search):
     def __init__(self, *a, fast: bool = False, **kw):
         super().__init__(*a, **kw)
         self.fast = fast
-        self.snapshots: dict = {}
 
     def run(self) -> Outcome:
-        try:
+        with self.keeping_snapshots():
             return self._run()
-        finally:
-            for system in self.snapshots.values():
-                system.close()
-            self.snapshots.clear()
 
     def _run(self) -> Outcome:
         system, fp0, _, outcome = self.begin()

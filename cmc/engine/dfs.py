@@ -35,15 +35,10 @@ class DepthFirst(Search):
         super().__init__(*args, max_depth=depth, **kwargs)
         self.cut: set[bytes] = set()    # worlds at the bound, not expanded (yet)
         self.fast = fast
-        self.snapshots: dict = {}
 
     def run(self) -> Outcome:
-        try:
+        with self.keeping_snapshots():
             return self._run()
-        finally:
-            for system in self.snapshots.values():
-                system.close()
-            self.snapshots.clear()
 
     def _run(self) -> Outcome:
         system, fp0, _, outcome = self.begin()

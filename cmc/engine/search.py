@@ -14,6 +14,8 @@ When each kind of property is checked (SPEC §4, §8):
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import EngineLimit, Model, Outcome, Property, Reporter, Stats, Step
 from .replay import recheck, replay, take_step
@@ -40,6 +42,17 @@ class Search:
         # is the order in which worlds were found.
         self.parent: dict[bytes, tuple[bytes | None, tuple | None, int]] = {}
         self.stats = Stats()
+        self.snapshots: dict = {}      # --fast: world -> a live system at it, to copy
+
+    @contextmanager
+    def keeping_snapshots(self):
+        """Whatever way the search ends, close the snapshots it kept."""
+        try:
+            yield
+        finally:
+            for system in self.snapshots.values():
+                system.close()
+            self.snapshots.clear()
 
     # -- the visited map -------------------------------------------------------------
     def path(self, fp: bytes) -> tuple[list[tuple], list[bytes]]:
