@@ -22,37 +22,22 @@ those of replay.
 """
 from __future__ import annotations
 
-import time
 from collections import deque
 
-from .model import CopyFailed, EngineLimit, Outcome
-from .replay import replay
+from .model import EngineLimit, Outcome
+from .replay import replay, steps_by_copy
 from .search import Search
 
 __all__ = ["BreadthFirst", "EngineLimit"]
 
-PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
-                        # the plain reporter prints one line a minute
-
 
 class BreadthFirst(Search):
-    KEEP = 256              # --fast: snapshots kept alive at most (worlds of processes)
-
-    def __init__(self, *a, fast: bool = False, **kw):
-        super().__init__(*a, **kw)
-        self.fast = fast
-
-    def run(self) -> Outcome:
-        with self.keeping_snapshots():
-            return self._run()
-
     def _run(self) -> Outcome:
         system, fp0, _, outcome = self.begin()
         if outcome is not None:
             return outcome
         queue = deque([fp0])
         held = system            # the launched system is already at fp0
-        last_progress = time.monotonic()
         try:
             while queue:
                 fp = queue.popleft()
@@ -62,11 +47,7 @@ class BreadthFirst(Search):
                 if outcome is not None:
                     self.stats.queue = len(queue)
                     return outcome
-                now = time.monotonic()
-                if now - last_progress >= PROGRESS_EVERY:
-                    last_progress = now
-                    self.stats.queue = len(queue)
-                    self.reporter.progress(self.stats)
+                self.tick(len(queue))
         finally:
             if held is not None:
                 held.close()
@@ -79,8 +60,6 @@ class BreadthFirst(Search):
                 held.close()
             self.stats.unexplored += 1
             return None
-        if self.fast and held is None:
-            held = self.snapshots.pop(fp, None)
         held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
         if self.fast and actions:
             successors = self.copied_successors(held, keys, fps, actions, depth)
@@ -101,13 +80,10 @@ class BreadthFirst(Search):
         for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
                                                           [a.key for a in actions], step,
                                                           self.stats):
-            keep = (fp2 not in self.parent and fp2 not in self.snapshots
-                    and len(self.snapshots) < self.KEEP
-                    and (self.max_depth is None or depth + 1 < self.max_depth))
-            if keep:
-                self.snapshots[fp2] = system
-            else:
+            if fp2 in self.parent:         # seen: it will not be queued
                 system.close()
+            else:
+                self.keep(fp2, system, depth + 1)
             yield key, fp2, view2, fp2
 
     def merge(self, fp: bytes, view: dict, depth: int, action_keys: list, fair_key,
@@ -135,39 +111,3 @@ class BreadthFirst(Search):
                 return self.violation(bad, fp)
         return None
 
-
-def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, stats=None):
-    """--fast: take each of `action_keys` from the world reached by `keys`, on copies
-    of `held` (a system at that world, or None); the last action takes `held` itself.
-    A world that cannot be copied, or a failed copy, is replayed instead, and a step
-    that fails on a copy is taken again on a replay, so that what comes out (also an
-    error) is what replay gives. Yields (key, system after the step, step(system,
-    key)); the caller closes the system or keeps it."""
-    try:
-        for i, key in enumerate(action_keys):
-            system, copied = None, False
-            if held is not None:
-                if i == len(action_keys) - 1:
-                    system, held = held, None
-                else:
-                    try:
-                        system = held.fork()
-                        copied = system is not None
-                    except CopyFailed:
-                        held = None
-            if system is None:
-                system = replay(model, keys, fps)[0]
-            try:
-                result = step(system, key)
-            except Exception:
-                system.close()
-                if not getattr(system, "is_copy", False):
-                    raise
-                system = replay(model, keys, fps)[0]
-                result = step(system, key)
-            if stats is not None and copied:
-                stats.copies += 1
-            yield key, system, result
-    finally:
-        if held is not None:
-            held.close()

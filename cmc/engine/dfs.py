@@ -17,28 +17,15 @@ expanded from (at most KEEP at a time; others are replayed when their turn comes
 """
 from __future__ import annotations
 
-import time
-
-from .bfs import steps_by_copy
 from .model import Outcome
-from .replay import replay
+from .replay import replay, steps_by_copy
 from .search import Search
-
-PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
-                        # the plain reporter prints one line a minute
 
 
 class DepthFirst(Search):
-    KEEP = 256              # --fast: snapshots kept alive at most
-
-    def __init__(self, *args, depth: int, fast: bool = False, **kwargs):
+    def __init__(self, *args, depth: int, **kwargs):
         super().__init__(*args, max_depth=depth, **kwargs)
         self.cut: set[bytes] = set()    # worlds at the bound, not expanded (yet)
-        self.fast = fast
-
-    def run(self) -> Outcome:
-        with self.keeping_snapshots():
-            return self._run()
 
     def _run(self) -> Outcome:
         system, fp0, _, outcome = self.begin()
@@ -46,7 +33,6 @@ class DepthFirst(Search):
             return outcome
         stack = [fp0]
         held = (fp0, system)
-        last_progress = time.monotonic()
         try:
             while stack:
                 fp = stack.pop()
@@ -57,17 +43,11 @@ class DepthFirst(Search):
                     else:
                         held[1].close()
                     held = None
-                if self.fast and system is None:
-                    system = self.snapshots.pop(fp, None)
                 outcome, held = self.expand(fp, system, stack)
                 if outcome is not None:
                     self.stats.queue = len(stack)
                     return outcome
-                now = time.monotonic()
-                if now - last_progress >= PROGRESS_EVERY:
-                    last_progress = now
-                    self.stats.queue = len(stack)
-                    self.reporter.progress(self.stats)
+                self.tick(len(stack))
         finally:
             if held is not None:
                 held[1].close()
@@ -115,11 +95,7 @@ class DepthFirst(Search):
                     self.parent[fp2] = (fp, action.key, depth + 1)
                 stack.append(fp2)
                 if kept is not None and self.fast:
-                    if fp2 not in self.snapshots and len(self.snapshots) < self.KEEP \
-                            and depth + 1 < self.max_depth:
-                        self.snapshots[fp2] = kept
-                    else:
-                        kept.close()
+                    self.keep(fp2, kept, depth + 1)
                 elif kept is not None:
                     left = (fp2, kept)
             elif kept is not None:

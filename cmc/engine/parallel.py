@@ -25,12 +25,11 @@ import multiprocessing
 import multiprocessing.connection
 import pickle
 import signal
-import time
 from collections import deque
 
-from .bfs import PROGRESS_EVERY, BreadthFirst, steps_by_copy
+from .bfs import BreadthFirst
 from .model import EngineLimit, Outcome, Stats
-from .replay import recheck, replay, take_step
+from .replay import recheck, replay, steps_by_copy, take_step
 
 _worker = {}
 
@@ -100,7 +99,6 @@ class ParallelBreadthFirst(BreadthFirst):
         pending = deque()                           # handed out, not yet merged
         window = self.workers * self.WINDOW_PER_WORKER * self.LOOKAHEAD
         outstanding = 0
-        last_progress = time.monotonic()
         while queue or pending:
             while queue and (outstanding < window or not pending):
                 fp, view, actions = queue.popleft()
@@ -120,10 +118,7 @@ class ParallelBreadthFirst(BreadthFirst):
             if outcome is not None:
                 self.stats.queue = len(queue) + len(pending)
                 return outcome
-            now = time.monotonic()
-            if now - last_progress >= PROGRESS_EVERY:
-                last_progress = now
-                self.reporter.progress(self.stats)
+            self.tick(len(queue) + len(pending))
         return self.finish()
 
     def _submit(self, pool, fp, actions, depth) -> list:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from .model import Model, Step, System
+from .model import CopyFailed, Model, Step, System
 
 
 class Nondeterminism(Exception):
@@ -152,3 +152,40 @@ def violated_at_end(model: Model, prop, keys: list[tuple], steps: list[Step], ac
         start = max((suffix_from or 1) - 1, 0)
         return not any(prop.check(step.view, None) for step in steps[start:])
     return not any(prop.check(step.view, None) for step in steps)     # witness
+
+
+def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, stats=None):
+    """--fast: take each of `action_keys` from the world reached by `keys`, on copies
+    of `held` (a system at that world, or None); the last action takes `held` itself.
+    A world that cannot be copied, or a failed copy, is replayed instead, and a step
+    that fails on a copy is taken again on a replay, so that what comes out (also an
+    error) is what replay gives. Yields (key, system after the step, step(system,
+    key)); the caller closes the system or keeps it."""
+    try:
+        for i, key in enumerate(action_keys):
+            system, copied = None, False
+            if held is not None:
+                if i == len(action_keys) - 1:
+                    system, held = held, None
+                else:
+                    try:
+                        system = held.fork()
+                        copied = system is not None
+                    except CopyFailed:
+                        held = None
+            if system is None:
+                system = replay(model, keys, fps)[0]
+            try:
+                result = step(system, key)
+            except Exception:
+                system.close()
+                if not getattr(system, "is_copy", False):
+                    raise
+                system = replay(model, keys, fps)[0]
+                result = step(system, key)
+            if stats is not None and copied:
+                stats.copies += 1
+            yield key, system, result
+    finally:
+        if held is not None:
+            held.close()

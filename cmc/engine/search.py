@@ -14,19 +14,22 @@ When each kind of property is checked (SPEC §4, §8):
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+import time
 
 from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import EngineLimit, Model, Outcome, Property, Reporter, Stats, Step
 from .replay import recheck, replay, take_step
 
 DEFAULT_LIVE_STEPS = 100
+PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
+                        # the plain reporter prints one line a minute
 
 
 class Search:
+    KEEP = 256              # --fast: snapshots kept alive at most (worlds of processes)
     def __init__(self, model: Model, properties: list[Property], reporter: Reporter,
                  max_depth: int | None = None, max_states: int | None = None,
-                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS):
+                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS, fast: bool = False):
         self.model = model
         self.props = list(properties)
         self.reporter = reporter
@@ -42,17 +45,40 @@ class Search:
         # is the order in which worlds were found.
         self.parent: dict[bytes, tuple[bytes | None, tuple | None, int]] = {}
         self.stats = Stats()
+        self.fast = fast
         self.snapshots: dict = {}      # --fast: world -> a live system at it, to copy
+        self._last_progress = time.monotonic()
 
-    @contextmanager
-    def keeping_snapshots(self):
-        """Whatever way the search ends, close the snapshots it kept."""
+    def run(self) -> Outcome:
+        """The search (`_run`); whatever way it ends, the snapshots it kept are closed."""
         try:
-            yield
+            return self._run()
         finally:
             for system in self.snapshots.values():
                 system.close()
             self.snapshots.clear()
+
+    def _run(self) -> Outcome:
+        raise NotImplementedError
+
+    def keep(self, fp: bytes, system, depth: int) -> None:
+        """--fast: keep `system`, at world `fp` (of depth `depth`) that the search
+        will expand, as the snapshot to expand it from, if there is room and it will
+        be expanded at all; else close it."""
+        if (fp not in self.snapshots and len(self.snapshots) < self.KEEP
+                and (self.max_depth is None or depth < self.max_depth)):
+            self.snapshots[fp] = system
+        else:
+            system.close()
+
+    def tick(self, left: int) -> None:
+        """After each expansion: `left` worlds wait (queue or stack); a progress
+        event every PROGRESS_EVERY seconds."""
+        self.stats.queue = left
+        now = time.monotonic()
+        if now - self._last_progress >= PROGRESS_EVERY:
+            self._last_progress = now
+            self.reporter.progress(self.stats)
 
     # -- the visited map -------------------------------------------------------------
     def path(self, fp: bytes) -> tuple[list[tuple], list[bytes]]:
@@ -102,6 +128,8 @@ class Search:
         path. Returns (system, keys, fps, view, actions, fair key); the system is
         closed when no action is enabled."""
         keys, fps = self.path(fp)
+        if system is None:
+            system = self.snapshots.pop(fp, None)
         if system is None:
             system, _ = replay(self.model, keys, fps)
         try:
