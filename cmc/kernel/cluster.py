@@ -18,6 +18,7 @@ import xxhash
 
 from ..errors import EngineError
 from . import dgram
+from .fork import check_intact, fork_world
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
                   fmt_addr, quote)
 from .node import Node
@@ -216,21 +217,16 @@ class Cluster:
             node.send_kill()
         for node in self.nodes:
             node.reap()
-        if self._fork_stamp is not None and sys.exc_info()[0] is None:
-            from .fork import check_intact
-            self._fork_plans = None
-            try:
+        try:
+            if sys.exc_info()[0] is None:      # not while another error is on its way
                 check_intact(self)
-            finally:
-                self._fork_stamp = None
-                if self.own_root is not None:
-                    shutil.rmtree(self.own_root, ignore_errors=True)
-        if self.own_root is not None:
-            shutil.rmtree(self.own_root, ignore_errors=True)
+        finally:
+            self._fork_plans = self._fork_stamp = None
+            if self.own_root is not None:
+                shutil.rmtree(self.own_root, ignore_errors=True)
 
     def fork(self, root: str) -> "Cluster":
         """A copy of this (quiescent) world, without a replay: see fork.py."""
-        from .fork import fork_world
         return fork_world(self, root)
 
     def settle(self) -> None:
@@ -352,9 +348,7 @@ class Cluster:
                               f"step {self.step + 1} ({describe_key(key)}) is not enabled "
                               "any more; the program under check (or cmc) is not "
                               "deterministic")
-        if self._fork_stamp is not None:    # copied from: still as it was left?
-            from .fork import check_intact
-            check_intact(self)
+        check_intact(self)                 # if it was copied: still as it was left?
         self.step += 1
         self.step_label = f"<{label}>"
         self._fork_plans = self._fork_stamp = None

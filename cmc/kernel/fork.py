@@ -39,7 +39,6 @@ import types
 
 from ..errors import EngineError, TargetError
 from . import _native
-from .node import COUNTERS
 
 REBIND_TIMEOUT_S = 5.0
 
@@ -60,7 +59,8 @@ class ForkFailed(EngineError):
 # copy.deepcopy). Held calls complete through closures over the node and its
 # sockets: a closure is pickled as its code (kept in _CODES, this process only)
 # and its cells, so that the copy's closures point into the copied world, and two
-# closures sharing a cell still share it. The spec and the listeners are shared.
+# closures sharing a cell still share it. The spec is shared; a node is copied
+# without its process (Node.__getstate__).
 _CODES: dict[int, tuple] = {}
 
 
@@ -249,9 +249,10 @@ def stamp(cluster) -> tuple:
 
 
 def check_intact(cluster) -> None:
-    """A world that was copied must find its directories as it left them: its own
-    processes were frozen meanwhile, so a change was made by a copy that reached
-    them through a path it kept (not through its working directory or HOME)."""
+    """A world that was copied (else there is nothing to check) must find its
+    directories as it left them: its own processes were frozen meanwhile, so a
+    change was made by a copy that reached them through a path it kept (not
+    through its working directory or HOME)."""
     if cluster._fork_stamp is not None and stamp(cluster) != cluster._fork_stamp:
         raise TargetError(
             "a copy of a world made by --fast changed the files of the world it was "
@@ -276,25 +277,15 @@ def fork_world(cluster, root: str):
         raise plans
     if cluster.own_root is None or len(root) != len(cluster.own_root):
         raise NotForkable("the copy's directory would not be as long as the original's")
-    shared = [cluster.spec] + [n.tap for n in cluster.nodes if n.tap is not None]
-    pollers = [n.__dict__.pop("_poller", None) for n in cluster.nodes]
-    try:
-        twin = copy_record(cluster, shared)
-    finally:
-        for n, p in zip(cluster.nodes, pollers):
-            if p is not None:
-                n._poller = p
+    twin = copy_record(cluster, [cluster.spec])   # its nodes without processes (Node)
     twin._fork_plans = twin._fork_stamp = None
     twin.own_root = root
     twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
     os.makedirs(twin.outdir)
     twin.calls = []
-    for n, m in zip(cluster.nodes, twin.nodes):
-        m.cwd = os.path.join(root, "nodes", os.path.basename(n.cwd))
-        m.tap = None
-        m.pid, m.pidfd, m.alive = 0, -1, False
     try:
         for n, m in zip(cluster.nodes, twin.nodes):
+            m.cwd = os.path.join(root, "nodes", os.path.basename(n.cwd))
             shutil.copytree(n.cwd, m.cwd, symlinks=True)
             if not n.alive:
                 continue
@@ -304,9 +295,7 @@ def fork_world(cluster, root: str):
             except OSError as e:
                 raise ForkFailed(f"fork of node {n.name} (pid {n.pid}) failed: "
                                  f"{e.strerror}") from None
-            COUNTERS["forks"] = COUNTERS.get("forks", 0) + 1
             m._attach(child, n.tap)
-            m.pending = (held, m.pending[1])
             rebind(n, held)
             rebind(m, held)
             plan, home = plans[n.index]

@@ -169,6 +169,14 @@ class Node:
         self.run(None)        # answers the first execve: only then may keepalive go
         del keepalive
 
+    def __getstate__(self) -> dict:
+        """A copy of a node's record (fork.py) has no process until one is attached:
+        the process, its listener and its pidfd stay with the original."""
+        state = dict(self.__dict__)
+        state.pop("_poller", None)
+        state.update(pid=0, tap=None, listener=-1, pidfd=-1, alive=False)
+        return state
+
     def _attach(self, pid: int, tap: Tap) -> None:
         """Take process pid, on listener tap, as this node's process. Its end is
         seen on a pidfd: a listener shared with copies hangs up only when all
