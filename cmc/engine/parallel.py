@@ -133,9 +133,7 @@ class ParallelBreadthFirst(BreadthFirst):
 
         def successors():
             for (key, _), job in zip(actions, jobs):
-                result = job.get()
-                if result[0] == "ok" and len(result) > 5:
-                    result = self._copied(result)
+                result = self._result(job)
                 if result[0] == "raise":
                     raise result[1]
                 _, label, fp2, view2, actions2 = result
@@ -143,8 +141,9 @@ class ParallelBreadthFirst(BreadthFirst):
                 yield key, fp2, view2, (fp2, view2, actions2)
         return self.merge(fp, view, depth, action_keys, fair_key, successors(), queue)
 
-    def _copied(self, result: tuple) -> tuple:
-        return result[:5]
+    def _result(self, job) -> tuple:
+        """A job's result: ("ok", label, fp, world, actions) or ("raise", error)."""
+        return job.get()
 
 
 # -- --fast: workers that keep snapshots ---------------------------------------------------
@@ -337,17 +336,20 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
         self._send(job, holder or min(self.pool, key=lambda w: (len(w.waiting), w.index)))
 
     def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
-        self._worker_of = jobs[0].job if jobs else None
         try:
             return super()._merge(fp, view, actions, depth, jobs, queue)
         finally:
             self._dispatch()
 
-    def _copied(self, result: tuple) -> tuple:
+    def _result(self, handle: "_Handle") -> tuple:
+        """Also note who keeps the world found, if anyone will expand it."""
+        result = handle.get()
+        if result[0] != "ok":
+            return result
         _, label, fp2, view2, actions2, copies, kept = result
         self.stats.copies += copies
         if kept:
-            worker = self._worker_of.worker
+            worker = handle.job.worker
             if fp2 not in self.parent and fp2 not in self.holder:
                 self.holder[fp2] = worker       # merge is about to queue it
             else:
