@@ -15,18 +15,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 int main(int argc, char **argv)
 {
     if (argc != 3)
         return 2;
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[2])) };
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
-    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 4) < 0) {
-        perror("misbehave_die: listen");
-        return 1;
-    }
+    int l = listen_on("misbehave_die", argv[2]);
     if (write(3, "{\"up\":true}\n", 12) != 12)
         perror("misbehave_die: fd 3");
     if (accept(l, NULL, NULL) < 0) {

@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 static int conn;
 
 static void *reader(void *arg)
@@ -31,14 +33,8 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[1])) };
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
-    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 4) < 0) {
-        perror("misbehave_thread: listen");
-        return 1;
-    }
+    int l = listen_on("misbehave_thread", argv[1]);
+    struct sockaddr_in sa = loopback(argv[1]);
     conn = socket(AF_INET, SOCK_STREAM, 0);
     if (connect(conn, (struct sockaddr *)&sa, sizeof sa) < 0) {
         perror("misbehave_thread: connect");

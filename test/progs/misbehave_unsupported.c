@@ -21,18 +21,13 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 int main(int argc, char **argv)
 {
     if (argc != 3)
         return 2;
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[2])) };
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
-    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 4) < 0) {
-        perror("misbehave_unsupported: listen");
-        return 1;
-    }
+    int l = listen_on("misbehave_unsupported", argv[2]);
     int c = accept(l, NULL, NULL);
     if (c < 0) {
         perror("misbehave_unsupported: accept");

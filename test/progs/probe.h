@@ -107,6 +107,14 @@ static long p_ok(const char *name, long r)
     if (n_ != strlen(x_) || memcmp(buf, x_, n_) != 0) fail("%s: got %zu bytes \"%.*s\", " \
     "expected \"%s\"", name, n_, (int)(n_ > 60 ? 60 : n_), (const char *)(buf), x_); } while (0)
 
+/* The monotonic clock in ns (under cmc: the logical clock). */
+static UNUSED long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 static UNUSED struct sockaddr_in sin4(const char *ip, int port)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };

@@ -17,13 +17,6 @@
 
 #include <sys/epoll.h>
 
-static long mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 static int ep;
 
 static int ctl(int op, int fd, unsigned events, unsigned long data)

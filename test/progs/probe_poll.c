@@ -15,13 +15,6 @@
 
 #include "probe.h"
 
-static long mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
     p_init();

@@ -16,13 +16,6 @@
 
 #include <sys/select.h>
 
-static long mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 static void moved(const char *what, long before, long want)
 {
     long d = mono_ns() - before;

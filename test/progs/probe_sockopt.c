@@ -32,13 +32,6 @@ static void set_int(int fd, int level, int opt, int v, const char *name)
         fail("setsockopt(%s, %d): %s", name, v, en(errno));
 }
 
-static long mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 static int bind_to(int port, int reuseaddr, int reuseport)
 {
     int s = (int)OK("socket", socket(AF_INET, SOCK_STREAM, 0));
