@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from cmc.adapter import ClusterModel               # noqa: E402
 from cmc.cli import (Run, cluster_spec, engine_properties, make_search, parse_args,  # noqa: E402
-                     pin_cpu)
+                     pin_cpu, scratch_dir)
 from cmc.engine.model import NullReporter           # noqa: E402
 from cmc.kernel.node import COUNTERS                 # noqa: E402
 from cmc.lang import load_model                      # noqa: E402
@@ -61,7 +61,7 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -
         + ([] if pin else ["--no-pin"])
     args = parse_args(argv)
     model = load_model(path, {})
-    workroot = tempfile.mkdtemp(prefix="cmc-bench-", dir=_scratch())
+    workroot = scratch_dir()            # where cmc itself would work
     system = ClusterModel(cluster_spec(model, args), workroot, many=fast)
     before = dict(COUNTERS)
     affinity = os.sched_getaffinity(0)
@@ -81,13 +81,6 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -
             "depth": st.depth, "wall": wall, "copies": st.copies,
             "launches": COUNTERS["launches"] - before["launches"],
             "notifications": COUNTERS["notifications"] - before["notifications"]}
-
-
-def _scratch():
-    from cmc.cli import scratch_dir
-    d = scratch_dir()
-    os.rmdir(d)
-    return os.path.dirname(d)
 
 
 def main() -> None:
