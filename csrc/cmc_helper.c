@@ -240,11 +240,6 @@ int cmc_respond(int listener, uint64_t id, int64_t val, int32_t err, int cont)
     return ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &r) ? -errno : 0;
 }
 
-int cmc_id_valid(int listener, uint64_t id)
-{
-    return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) ? -errno : 0;
-}
-
 int cmc_addfd(int listener, uint64_t id, int srcfd, int newfd, int cloexec, int send)
 {
     struct seccomp_notif_addfd a;

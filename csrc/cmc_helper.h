@@ -45,9 +45,6 @@ int cmc_recv(int listener, struct cmc_notif *out);
  * (-ENOENT: the target is gone or the call was withdrawn). */
 int cmc_respond(int listener, uint64_t id, int64_t val, int32_t err, int cont);
 
-/* 0 when notification id is still pending, else -errno. */
-int cmc_id_valid(int listener, uint64_t id);
-
 /* Install fd srcfd into the target at number newfd (or any number when
  * newfd < 0) and, with send != 0, answer the notification with that number
  * atomically. Returns the number in the target or -errno. */

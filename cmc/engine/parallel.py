@@ -200,8 +200,8 @@ class _Job:
     """The expansion of one world, made ready in BFS order and sent to a worker when
     one is free (see FastParallelBreadthFirst._dispatch)."""
 
-    def __init__(self, owner, fp, message: tuple, n: int):
-        self.owner, self.fp, self.message, self.n = owner, fp, message, n
+    def __init__(self, owner, fp, message: tuple):
+        self.owner, self.fp, self.message = owner, fp, message
         self.worker = None
         self.box = None
 
@@ -293,8 +293,7 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
             return []
         keys, fps = self.path(fp)
         may_keep = self.max_depth is None or depth + 1 < self.max_depth
-        job = _Job(self, fp, (fp, keys, fps, [k for k, _ in actions], self.det, may_keep),
-                   len(actions))
+        job = _Job(self, fp, (fp, keys, fps, [k for k, _ in actions], self.det, may_keep))
         self.ready.append(job)
         self._dispatch()
         return [_Handle(job, i) for i in range(len(actions))]

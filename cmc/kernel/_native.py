@@ -76,10 +76,6 @@ def respond(listener: int, nid: int, val: int = 0, err: int = 0, cont: bool = Fa
     return True
 
 
-def id_valid(listener: int, nid: int) -> bool:
-    return lib.cmc_id_valid(listener, nid) == 0
-
-
 def addfd(listener: int, nid: int, srcfd: int, newfd: int = -1, cloexec: bool = False) -> int:
     """Place a copy of srcfd in the target and answer notification nid with its number."""
     return _check(lib.cmc_addfd(listener, nid, srcfd, newfd, 1 if cloexec else 0, 1))
