@@ -45,3 +45,19 @@ def counts(out: str) -> tuple[int, int, int]:
     assert m, out
     d = re.search(r"^The depth of the complete state graph search is (\d+)\.$", out, re.M)
     return int(m.group(1)), int(m.group(2)), int(d.group(1))
+
+
+# The counter toy (test/models/counter.model, test/progs/counter.c), used by several files.
+DROP = "budget drop 1\n"
+
+
+def counter(tmp_path, extra: str = "", name: str = "counter.model"):
+    """test/models/counter.model with `extra` lines, written into tmp_path."""
+    path = tmp_path / name
+    path.write_text((TEST_MODELS / "counter.model").read_text() + extra)
+    return path
+
+
+def cmc(tmp_path, model, *args):
+    """cmc on a counter model, with the -D that finds the binary."""
+    return run_cmc("--model-file", model, "-D", f"bin={PROGS}/counter", *args, cwd=tmp_path)

@@ -11,19 +11,8 @@ import signal
 
 import pytest
 
-from conftest import PROGS, ROOT, TEST_MODELS, run_cmc
+from conftest import DROP, PROGS, ROOT, cmc, counter, run_cmc
 
-DROP = "budget drop 1\n"
-
-
-def counter(tmp_path, extra: str = ""):
-    path = tmp_path / "counter.model"
-    path.write_text((TEST_MODELS / "counter.model").read_text() + extra)
-    return path
-
-
-def cmc(tmp_path, model, *args):
-    return run_cmc("--model-file", model, "-D", f"bin={PROGS}/counter", *args, cwd=tmp_path)
 
 
 # -- TLC's wording ---------------------------------------------------------------------------

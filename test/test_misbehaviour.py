@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, TEST_MODELS
+from conftest import TEST_MODELS
 
 # id: (program, mode or None, extra cmc arguments, regexes the error must match, xfail)
 STEP = r"node victim \(step (\d+), <[^\n]*>\): "

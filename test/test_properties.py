@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import PROGS, TEST_MODELS, counts, run_cmc
+from conftest import DROP, PROGS, TEST_MODELS, cmc, counter, counts, run_cmc
 
-DROP = "budget drop 1\n"
-
-
-def counter(tmp_path, extra: str = ""):
-    path = tmp_path / "counter.model"
-    path.write_text((TEST_MODELS / "counter.model").read_text() + extra)
-    return path
-
-
-def cmc(tmp_path, model, *args):
-    return run_cmc("--model-file", model, "-D", f"bin={PROGS}/counter", *args, cwd=tmp_path)
 
 
 def clock(tmp_path, *args):

@@ -39,21 +39,9 @@ import re
 
 import pytest
 
-from conftest import PROGS, TEST_MODELS, counts, run_cmc, without_timestamps
+from conftest import DROP, PROGS, cmc, counter, counts, run_cmc, without_timestamps
 
-DROP = "budget drop 1\n"
 BOTH_COUNTED = "invariant not_both: node[0].count < 2\n"
-
-
-def counter(tmp_path, extra: str = "", name: str = "counter.model"):
-    """test/models/counter.model with `extra` lines, and the -D that finds the binary."""
-    path = tmp_path / name
-    path.write_text((TEST_MODELS / "counter.model").read_text() + extra)
-    return path
-
-
-def cmc(tmp_path, model, *args):
-    return run_cmc("--model-file", model, "-D", f"bin={PROGS}/counter", *args, cwd=tmp_path)
 
 
 def states(out: str) -> list[str]:

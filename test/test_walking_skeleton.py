@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import MODELS, PROGS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
+from conftest import MODELS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
 
 DURLOG = MODELS / "durlog.model"
 BUG = "bin=../demo/build/durlog-bug"
