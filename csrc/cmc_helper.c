@@ -225,6 +225,39 @@ int cmc_recv(int listener, struct cmc_notif *out)
     return 0;
 }
 
+/* A path argument of the target, NUL-terminated in buf (at most len - 1 bytes),
+ * read page by page so that a string ending just before an unmapped page is read.
+ * 0, or -errno (-ENAMETOOLONG when it does not fit). */
+static int read_path(int pid, uint64_t addr, char *buf, size_t len)
+{
+    size_t got = 0;
+    while (got + 1 < len) {
+        size_t page_left = 4096 - ((addr + got) % 4096);
+        size_t want = page_left < len - 1 - got ? page_left : len - 1 - got;
+        int64_t n = cmc_read_mem(pid, addr + got, buf + got, want);
+        if (n <= 0) return n < 0 ? (int)n : -EFAULT;
+        if (memchr(buf + got, 0, (size_t)n)) return 0;
+        got += (size_t)n;
+    }
+    return -ENAMETOOLONG;
+}
+
+int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
+                     const int32_t path_args[], int n, const char *needle)
+{
+    int r = cmc_recv(listener, out);
+    if (r) return r;
+    for (int i = 0; i < n; i++) {
+        if (out->nr != nrs[i]) continue;
+        char path[4096];
+        if (read_path((int)out->pid, out->args[path_args[i]], path, sizeof path)) return 0;
+        if (strstr(path, needle)) return 0;
+        cmc_respond(listener, out->id, 0, 0, 1);
+        return 1;
+    }
+    return 0;
+}
+
 int cmc_respond(int listener, uint64_t id, int64_t val, int32_t err, int cont)
 {
     struct seccomp_notif_resp r;

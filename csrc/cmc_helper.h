@@ -40,6 +40,13 @@ int cmc_spawn(const char *path, char *const argv[], char *const envp[],
 /* Receive one notification (blocking; retried on EINTR). 0 or -errno. */
 int cmc_recv(int listener, struct cmc_notif *out);
 
+/* Receive one notification as cmc_recv does; but when its call is nrs[i] and the
+ * path in its argument path_args[i] does not contain needle, answer it at once
+ * with CONTINUE (it runs natively) and return 1. 0 when *out is for the caller,
+ * or -errno. */
+int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
+                     const int32_t path_args[], int n, const char *needle);
+
 /* Answer notification id: the call returns val, or fails with errno err when
  * err != 0, or (cont != 0) runs natively in the target. 0 or -errno
  * (-ENOENT: the target is gone or the call was withdrawn). */

@@ -50,6 +50,7 @@ PROBES: dict[str, str | None] = {
     "epoll": None,
     "udp": None,
     "mixed": None,
+    "rlimit": None,
 }
 
 # probes whose state space takes long enough to be marked slow

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import resource
 import struct
 
 from ..errors import TargetError
@@ -273,23 +275,123 @@ def sys_fork(node, args):
                       "does not support")
 
 
+# -- the descriptor limit ---------------------------------------------------------------
+# The real RLIMIT_NOFILE of a node is VFD_BASE, so that the kernel never hands out a
+# real descriptor among the virtual ones. The program is shown an emulated limit
+# instead (node.nofile, the kernel's own defaults at first: see node.NOFILE_START),
+# above every virtual descriptor cmc hands it, by getrlimit, prlimit64, sysconf
+# (which asks prlimit64) and /proc/self/limits: a program that sizes a table by its
+# limit and indexes it by descriptor is never corrupted.
 RLIMIT_NOFILE = 7
+O_ACCMODE, O_CLOEXEC = 3, 0o2000000
+AT_FDCWD = -100
+
+
+def set_nofile(node, soft: int, hard: int):
+    """setrlimit(RLIMIT_NOFILE) as Linux does it for a process without
+    CAP_SYS_RESOURCE; None when done, else the Err. A real limit lowered below
+    VFD_BASE is applied to the process too (its real descriptors must obey it)."""
+    if soft > hard:
+        return Err(errno.EINVAL)
+    if hard > node.nofile[1]:
+        return Err(errno.EPERM)
+    node.nofile = (soft, hard)
+    if node.pid:
+        try:
+            resource.prlimit(node.pid, resource.RLIMIT_NOFILE, (min(soft, VFD_BASE), VFD_BASE))
+        except OSError:
+            pass
+    return None
+
+
+def _pack_rlimit(limit: tuple[int, int]) -> bytes:
+    return struct.pack("<QQ", *limit)
+
+
+def _read_rlimit(node, addr: int) -> tuple[int, int] | None:
+    raw = node.read(addr, 16)
+    return struct.unpack("<QQ", raw) if raw and len(raw) == 16 else None
+
+
+@handles("getrlimit")
+def sys_getrlimit(node, args):
+    if args[0] != RLIMIT_NOFILE:
+        return CONTINUE
+    return Ret(0) if node.write(args[1], _pack_rlimit(node.nofile)) else Err(errno.EFAULT)
 
 
 @handles("setrlimit")
 def sys_setrlimit(node, args):
-    if args[0] == RLIMIT_NOFILE:
-        return Ret(0)   # real fds must stay below 500: pretend, keep the limit
-    return CONTINUE
+    if args[0] != RLIMIT_NOFILE:
+        return CONTINUE
+    new = _read_rlimit(node, args[1])
+    if new is None:
+        return Err(errno.EFAULT)
+    return set_nofile(node, *new) or Ret(0)
 
 
 @handles("prlimit64")
 def sys_prlimit64(node, args):
-    if args[1] != RLIMIT_NOFILE or (args[0] and args[0] != node.current.pid):
+    pid = args[0] & 0xFFFFFFFF
+    if args[1] != RLIMIT_NOFILE or pid not in (0, node.pid, node.current.pid):
         return CONTINUE
-    if args[3] and not node.write(args[3], struct.pack("<QQ", VFD_BASE, VFD_BASE)):
+    new = None
+    if args[2]:
+        new = _read_rlimit(node, args[2])
+        if new is None:
+            return Err(errno.EFAULT)
+    if args[3] and not node.write(args[3], _pack_rlimit(node.nofile)):
         return Err(errno.EFAULT)
-    return Ret(0)
+    return (set_nofile(node, *new) if new else None) or Ret(0)
+
+
+_PROC_LIMITS = re.compile(rb"/proc/(self|thread-self|\d+)(/task/\d+)?/limits")
+_NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
+
+
+@handles("open", "openat", "openat2")
+def sys_open(node, args):
+    """Only opens whose path contains "limits" come here (filter.PASS_OPEN): the
+    limits file of a node's own process shows its emulated descriptor limit."""
+    notif = node.current
+    if notif.nr == NR["open"]:
+        dirfd, path, flags = AT_FDCWD, node.read_cstr(args[0]), args[1]
+    else:
+        dirfd, path = fd_arg(args[0]), node.read_cstr(args[1])
+        if notif.nr == NR["openat2"]:
+            how = node.read(args[2], 8)
+            flags = struct.unpack("<Q", how)[0] if how and len(how) == 8 else 0
+        else:
+            flags = args[2]
+    if path is None or flags & O_ACCMODE:
+        return CONTINUE             # the kernel says EFAULT, or refuses to write it
+    if not path.startswith(b"/"):
+        where = "cwd" if dirfd == AT_FDCWD else f"fd/{dirfd}"
+        try:
+            path = os.path.join(os.readlink(f"/proc/{notif.pid}/{where}").encode(), path)
+        except OSError:
+            return CONTINUE
+    m = _PROC_LIMITS.fullmatch(os.path.normpath(path))
+    if m is None or m.group(1) not in (b"self", b"thread-self", str(node.pid).encode(),
+                                       str(notif.pid).encode()):
+        return CONTINUE             # not this node's limits
+    try:
+        with open(f"/proc/{node.pid}/limits", "rb") as f:
+            text = f.read()
+    except OSError:
+        return CONTINUE
+    soft, hard = node.nofile
+    line = b"%-25s %-20d %-20d %-10s " % (b"Max open files", soft, hard, b"files")
+    memfd = os.memfd_create("limits", os.MFD_CLOEXEC)
+    try:
+        os.write(memfd, _NOFILE_LINE.sub(line, text))
+        os.lseek(memfd, 0, os.SEEK_SET)
+        _native.addfd(node.listener, notif.id, memfd, cloexec=bool(flags & O_CLOEXEC))
+    except OSError:
+        return CONTINUE
+    finally:
+        os.close(memfd)
+    return ANSWERED
 
 
 @handles("close_range")

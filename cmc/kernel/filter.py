@@ -6,7 +6,11 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
 - always: socket creation (AF_INET/AF_INET6 become virtual), the clock and sleeps
   (time is logical), poll/select/epoll_wait (their fds are in memory), getrandom,
   execve (to hide the vDSO at every exec), process creation (only threads are
-  allowed), and rlimit changes (real fds must stay below 500);
+  allowed), and the rlimit calls (real fds stay below 500 under a real limit of 500,
+  while the program is shown a limit above every virtual descriptor);
+- opening a file, so that /proc/self/limits shows that limit too; every open
+  whose path does not contain "limits" is answered in C with CONTINUE (PASS_OPEN),
+  without a round trip into Python;
 - when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
   writes also when the fd is 3 or 193 (the state channels cmc takes synchronously),
   and fcntl and the dup family on fd 3 or 193 (a copy of them would escape cmc).
@@ -50,8 +54,12 @@ ALWAYS = (
     "socket", "execve", "execveat", "clock_gettime", "gettimeofday", "time",
     "nanosleep", "clock_nanosleep", "poll", "ppoll", "select", "pselect6",
     "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_create", "epoll_create1", "getrandom",
-    "clone", "clone3", "fork", "vfork", "setrlimit", "prlimit64", "close_range",
+    "clone", "clone3", "fork", "vfork", "getrlimit", "setrlimit", "prlimit64", "close_range",
+    "open", "openat", "openat2",
 )
+# open calls answered in C unless their path (this argument) contains PASS_NEEDLE
+PASS_OPEN = {NR["open"]: 0, NR["openat"]: 1, NR["openat2"]: 1}
+PASS_NEEDLE = b"limits"
 REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 FD_ARG0 = (
     "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",

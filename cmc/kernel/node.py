@@ -19,13 +19,14 @@ from typing import Callable
 
 from ..errors import TargetError
 from . import _native
-from .filter import VFD_BASE, build_filter
+from .filter import PASS_NEEDLE, PASS_OPEN, VFD_BASE, build_filter
 
 # SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
 
 _FILTER = build_filter()
+_native.pass_through(PASS_OPEN, PASS_NEEDLE)
 
 _DEVNULL: list[int] = []
 
@@ -37,6 +38,11 @@ def _devnull() -> tuple[int, int]:
                          os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)))
     return _DEVNULL[0], _DEVNULL[1]
 
+
+# The RLIMIT_NOFILE a program is shown at launch (calls.py): the kernel's own
+# defaults (INR_OPEN_CUR, INR_OPEN_MAX), the same on every machine, and above the
+# virtual descriptors (from VFD_BASE), which are numbered below the soft limit.
+NOFILE_START = (1024, 4096)
 
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
 COUNTERS = {"launches": 0, "notifications": 0}
@@ -100,6 +106,8 @@ class Tap:
                 n = _native.recv(self.fd)
             except OSError:
                 return None
+            if n is None:
+                continue
             if n.pid == pid:
                 return n
             self.stash[n.pid] = n
@@ -141,6 +149,7 @@ class Node:
         self.pending = None            # (Notification, Block)
         self.random_offset = 0
         self.exec_count = 0
+        self.nofile = NOFILE_START
 
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
@@ -344,6 +353,8 @@ class Node:
                 other = _native.recv(self.listener)
             except OSError:
                 return
+            if other is None:
+                continue
             result = dispatch(self, other)
             if isinstance(result, Block):
                 done = result.attempt()
@@ -404,6 +415,8 @@ class Node:
                 try:
                     notif = _native.recv(self.listener)
                 except OSError:
+                    continue
+                if notif is None:
                     continue
                 if notif.pid != self.pid and notif.pid in tap.pids:
                     tap.stash[notif.pid] = notif       # a copy's; not this process's

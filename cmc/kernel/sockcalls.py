@@ -12,6 +12,7 @@ import signal
 import socket
 import struct
 
+from ..errors import TargetError
 from . import dgram, sockaddr
 from .calls import fd_arg, handles, read_iovecs, unsupported
 from .filter import VFD_BASE
@@ -39,14 +40,34 @@ def get_sock(node, fd: int) -> Sock | None:
     return node.fds.get(fd)
 
 
-def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False) -> int:
+def lowest_free(node, lowest: int = VFD_BASE) -> int | None:
+    """The lowest free virtual descriptor >= lowest, or None when it would not be
+    below the node's (emulated) RLIMIT_NOFILE (calls.py): Linux's EMFILE."""
     fd = max(lowest, VFD_BASE)
     while fd in node.fds:
         fd += 1
+    soft = node.nofile[0]
+    if fd < soft:
+        return fd
+    if soft <= VFD_BASE:
+        raise TargetError(node.cluster.where(node) +
+                          f"lowered its RLIMIT_NOFILE to {soft}, below cmc's virtual "
+                          f"descriptors (numbered from {VFD_BASE}): it cannot be given a socket")
+    return None
+
+
+def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
+           dup: bool = False) -> Ret | Err:
+    """A new virtual descriptor for sock (with dup, one more reference to it), or EMFILE."""
+    fd = lowest_free(node, lowest)
+    if fd is None:
+        return Err(errno.EMFILE)
+    if dup:
+        sock.refs += 1
     node.fds[fd] = sock
     if cloexec:
         node.cloexec.add(fd)
-    return fd
+    return Ret(fd)
 
 
 def with_sock(fn):
@@ -82,7 +103,7 @@ def sys_socket(node, args):
         return Err(errno.EPROTONOSUPPORT)
     node.next_ino += 1
     sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK), ino=node.next_ino)
-    return Ret(new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC)))
+    return new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC))
 
 
 @handles("bind")
@@ -173,6 +194,8 @@ def sys_accept(node, sock, args):
         return Err(errno.EINVAL)
 
     def attempt():
+        if sock.backlog and lowest_free(node) is None:
+            return Err(errno.EMFILE)        # the connection stays queued, as on Linux
         while sock.backlog:
             conn = sock.backlog.popleft()
             if conn.b is None or conn.b.closed:
@@ -183,7 +206,7 @@ def sys_accept(node, sock, args):
                        local=conn.dst, conn=conn, side=1, ino=node.next_ino)
             if not sockaddr.write(node, args[1], args[2], sock.family, conn.a.addr):
                 return Err(errno.EFAULT)
-            return Ret(new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC)))
+            return new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC))
         return Err(errno.EAGAIN) if sock.nonblock else None
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "accept")
 
@@ -687,8 +710,10 @@ def sys_fcntl(node, sock, args):
         (node.cloexec.add if arg & 1 else node.cloexec.discard)(fd)
         return Ret(0)
     if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
-        sock.refs += 1
-        return Ret(new_fd(node, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC))
+        if arg & 0xFFFFFFFF >= node.nofile[0]:
+            return Err(errno.EINVAL)
+        return new_fd(node, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC,
+                      dup=True)
     return unsupported(node, node.current.nr, args, "uses an fcntl command cmc does not emulate")
 
 
@@ -743,8 +768,7 @@ def sys_newfstatat(node, args):
 @refuse_state_copies
 @with_sock
 def sys_dup(node, sock, args):
-    sock.refs += 1
-    return Ret(new_fd(node, sock))
+    return new_fd(node, sock, dup=True)
 
 
 @handles("dup2", "dup3")
@@ -760,6 +784,8 @@ def sys_dup2(node, args):
                            "moves a virtual socket below descriptor 500")
     if node.current.nr == NR["dup3"] and args[2] & ~0o2000000:
         return Err(errno.EINVAL)
+    if new >= node.nofile[0]:
+        return Err(errno.EBADF)
     if old == new:
         return Err(errno.EINVAL) if node.current.nr == NR["dup3"] else Ret(new)
     close_vfd(node, new)
