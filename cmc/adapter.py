@@ -35,6 +35,9 @@ class _Tracked:
     def view(self):
         return self._c.view()
 
+    def parts(self):
+        return self._c.parts()
+
     def drain(self) -> dict:
         """Each node's emulated calls and stdout/stderr since the last drain:
         {node name: {"calls": [str], "stdout": str, "stderr": str}}."""
@@ -89,7 +92,7 @@ class ClusterModel:
     def _root(self, n: int) -> str:
         return os.path.join(self.workroot, f"{self.tag}{n:0{self.NAME - len(self.tag)}d}")
 
-    def fresh(self) -> _Tracked:
+    def fresh(self, shift: int = 0) -> _Tracked:
         if self.many:
             root = self.new_root()
             cluster = Cluster(self.spec, root)
@@ -98,6 +101,7 @@ class ClusterModel:
             self.close_all()   # one cluster at a time shares the working directories
             cluster = Cluster(self.spec, self._root(0))
         cluster.recording = self.recording
+        cluster.shift = shift
         tracked = _Tracked(cluster, self)
         self.open.add(tracked)
         self.launches += 1

@@ -27,6 +27,9 @@ class System(Protocol):
     # faithfully. Raises CopyFailed when copying broke this world (it is closed).
     # `is_copy`: this world was made by fork() (or is one stepped on since).
     def fork(self) -> "System | None": ...
+    # What the fingerprint covers, as named parts (name, {field: value}): how the
+    # engine says what differs between two worlds whose views are equal.
+    def parts(self) -> list[tuple[str, dict]]: ...
 
 
 class CopyFailed(Exception):
@@ -34,7 +37,11 @@ class CopyFailed(Exception):
 
 
 class Model(Protocol):
-    def fresh(self) -> System: ...            # launched: the initial world
+    # Launched: the initial world. `shift` k > 0 (--det's second run): launch it in
+    # an environment that differs, in the k-th of a few ways, in what a
+    # deterministic program cannot see (the place of its initial stack), so that
+    # one that reads memory it never wrote shows up as nondeterministic.
+    def fresh(self, shift: int = 0) -> System: ...
 
 
 @dataclass(frozen=True)

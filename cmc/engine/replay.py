@@ -28,6 +28,10 @@ class Nondeterminism(Exception):
                    "under check (or cmc) is not deterministic")
         if detail:
             message += f": {detail}"
+        if det:
+            message += (" (the second run was launched with its initial stack shifted: a "
+                        "program that reads memory it never wrote, or uses its process id, "
+                        "real time or addresses, is caught this way)")
         super().__init__(message)
         self.step = step
         self._init = (step, label, detail, det)
@@ -37,12 +41,13 @@ class Nondeterminism(Exception):
 
 
 def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
-           collect: bool = False, observe=None) -> tuple[System, list[Step]]:
+           collect: bool = False, observe=None, shift: int = 0
+           ) -> tuple[System, list[Step]]:
     """Launch and apply `keys`; check fingerprints against `fps` (one per world,
     the initial one first; worlds past the end of `fps` are not checked). With
     collect, also return the Step of every world, with `observe(system)` as its
-    output when an observer is given."""
-    system = model.fresh()
+    output when an observer is given. `shift`: launch as Model.fresh says."""
+    system = model.fresh(shift)
     steps: list[Step] = []
     try:
         fp = system.fingerprint()
@@ -86,18 +91,43 @@ def take_step(system: System, key: tuple, with_actions: bool = False, close: boo
 def recheck(model: Model, keys: list[tuple], fps: list[bytes], key: tuple, label: str,
             fp: bytes, view: dict) -> None:
     """--det: take the step `key` from the world reached by `keys` once more, from a
-    fresh launch, and require the same label, fingerprint and world."""
-    label2, fp2, view2 = take_step(replay(model, keys, fps)[0], key)
-    step = len(keys) + 1
+    fresh launch in a shifted environment (Model.fresh; the shift cycles through
+    DET_SHIFTS with the depth), and require the same label, fingerprint and world,
+    on the way and after the step."""
+    shift = 1 + len(keys) % DET_SHIFTS
+    try:
+        system = replay(model, keys, fps, shift=shift)[0]
+    except Nondeterminism as e:
+        raise _explained(model, keys[:e.step], shift) from None
+    label2, fp2, view2 = take_step(system, key)
     if label2 != label:
-        raise Nondeterminism(step, label, f"the action was {label2!r} the second time",
+        raise Nondeterminism(len(keys) + 1, label, f"the action was {label2!r} the second time",
                              det=True)
     if fp2 != fp or view2 != view:
-        raise Nondeterminism(step, label, difference(view, view2), det=True)
+        raise _explained(model, keys + [key], shift)
 
 
-def difference(a: dict, b: dict) -> str:
-    """The first part of two worlds that differs, for a person to read."""
+DET_SHIFTS = 3      # shifted launches that differ in their low address bits (Model.fresh)
+
+
+def _explained(model: Model, keys: list[tuple], shift: int) -> Nondeterminism:
+    """The --det error for the world reached by `keys`, which differed in the
+    shifted launch: both runs once more, to say which part of the world differed."""
+    worlds = []
+    for k in (0, shift):
+        system, steps = replay(model, keys, None, collect=True, shift=k)
+        try:
+            worlds.append((steps[-1], system.parts()))
+        finally:
+            system.close()
+    (step, parts), (_, parts2) = worlds
+    return Nondeterminism(len(keys), step.label,
+                          difference(step.view, worlds[1][0].view, parts, parts2), det=True)
+
+
+def difference(a: dict, b: dict, parts_a=None, parts_b=None) -> str:
+    """The first part of two worlds that differs, for a person to read: from their
+    views, else from the systems' named parts when they are given."""
     names = a.get("node_names") or []
     for part in ("node", "durable", "alive", "crashes"):
         for i, (x, y) in enumerate(zip(a.get(part) or [], b.get(part) or [])):
@@ -107,6 +137,14 @@ def difference(a: dict, b: dict) -> str:
     for part in ("replies", "network"):
         if a.get(part) != b.get(part):
             return f"{part} was {_shown(a.get(part))}, then {_shown(b.get(part))}"
+    for (name, x), (name2, y) in zip(parts_a or [], parts_b or []):
+        if name != name2:
+            return f"the first run had {name}, the second {name2}"
+        for field in x:
+            if x[field] != y.get(field):
+                return f"{name}: {field} was {_shown(x[field])}, then {_shown(y.get(field))}"
+    if parts_a is not None and len(parts_a) != len(parts_b):
+        return f"the worlds have {len(parts_a)} and {len(parts_b)} parts"
     return "the fingerprints differ (a part of the world not shown in the trace)"
 
 

@@ -104,6 +104,7 @@ class Cluster:
         self.step_label = "launch"
         self._ports = [40000 + 1000 * i for i in range(len(self.nodes))]
         self.recording = False         # keep a call log and per-step output (replay)
+        self.shift = 0                 # launch nodes with CMC_DET_PAD (node.det_pad)
         self.calls: list[tuple[str, str]] = []
         self._out_offsets: dict[str, int] = {}
         self.own_root: str | None = None     # a directory of this world alone (--fast)
@@ -462,6 +463,27 @@ class Cluster:
         return node.durable
 
     def fingerprint(self) -> bytes:
+        return xxhash.xxh3_128_digest(repr(self._world()).encode())
+
+    NODE_FIELDS = ("name", "alive", "incarnation", "state or input history", "durable state",
+                   "blocked call (what, timeout ns)")
+
+    def parts(self) -> list[tuple[str, dict]]:
+        """What the fingerprint covers, in named parts with named fields, for telling
+        a person which part of two worlds differs (the engine's `difference`)."""
+        nodes, conns, dgrams, udp, listeners, clients, budgets, replies = self._world()
+        out = [(f"node {n[0]}", dict(zip(self.NODE_FIELDS[1:], n[1:]))) for n in nodes]
+        out += [(f"connection {c[0]}", dict(zip(("established", "refused", "channel out",
+                                                  "channel back", "one end", "other end"),
+                                                 c[1:]))) for c in conns]
+        out += [("datagrams in flight", {"datagrams": dgrams}),
+                ("UDP sockets", {"queues": udp}), ("listeners", {"listeners": listeners})]
+        out += [(f"client {c[0]}", {"next request": c[1], "finished": c[2], "partial line": c[3]})
+                for c in clients]
+        out += [("budgets", dict(budgets)), ("replies", {"replies": replies})]
+        return out
+
+    def _world(self) -> tuple:
         def canon(v):
             return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
@@ -489,9 +511,8 @@ class Cluster:
         listeners = sorted((fmt_addr(s.local), o, s.listening) for o, s in self.net.tcp)
         clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf)) for c in self.clients]
         budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
-        world = (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),
-                 tuple(budgets), canon(self.replies))
-        return xxhash.xxh3_128_digest(repr(world).encode())
+        return (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),
+                tuple(budgets), canon(self.replies))
 
     def network_view(self) -> list[dict]:
         out = []

@@ -44,6 +44,21 @@ def _devnull() -> tuple[int, int]:
 # virtual descriptors (from VFD_BASE), which are numbered below the soft limit.
 NOFILE_START = (1024, 4096)
 
+# --det launches a world a second time with an extra environment variable, which
+# moves the initial stack, and so every stack address, by about 13.6 KiB: a program
+# whose behaviour depends on memory it never wrote (an uninitialised variable, a
+# stale pointer) then behaves differently, and cmc reports nondeterminism instead of
+# counts that depend on the size of the environment. Shift k (1, 2, 3; the engine
+# varies it with the step) adds 16·(k-1) bytes, so that the shifts differ in their
+# low bits too: a program that reads only a few bits of an old address is caught
+# by one of them.
+DET_PAD_NAME = "CMC_DET_PAD"
+
+
+def det_pad(shift: int) -> str:
+    return "x" * (13635 + 16 * (shift - 1))
+
+
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
 COUNTERS = {"launches": 0, "notifications": 0}
 
@@ -164,6 +179,8 @@ class Node:
                 "CMC_NODE": str(self.index),
                 "CMC_INCARNATION": str(self.incarnation),
             }
+            if self.cluster.shift:
+                env[DET_PAD_NAME] = det_pad(self.cluster.shift)
             fds = [null_in, so.fileno(), se.fileno(), null_out, null_out]
             try:
                 self.pid, self.listener, keepalive = _native.spawn(
