@@ -9,15 +9,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 from . import __version__
 from .errors import CmcError, EngineError, ModelError, UnsupportedMachine, UsageError
+from .scratch import Scratch
 
 EXIT_OK, EXIT_VIOLATION, EXIT_MODEL, EXIT_TARGET, EXIT_MACHINE = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
@@ -176,25 +175,6 @@ def pin_cpu(index: int | None = None) -> None:
         pass            # not pinned: slower, the same results
 
 
-def scratch_dir() -> str:
-    """A new temporary directory for the nodes' working directories: under $TMPDIR
-    when it is set, else in /dev/shm when there is one with room (a memory file
-    system makes a fresh directory per replay or copy cheap; a container's small
-    default /dev/shm is not used), else in the system's default."""
-    where = None
-    if "TMPDIR" not in os.environ and os.access("/dev/shm", os.W_OK | os.X_OK):
-        try:
-            st = os.statvfs("/dev/shm")
-            if st.f_bavail * st.f_frsize >= SHM_ROOM:
-                where = "/dev/shm"
-        except OSError:
-            pass
-    return tempfile.mkdtemp(prefix="cmc-", dir=where)
-
-
-SHM_ROOM = 1 << 30      # bytes free in /dev/shm for cmc to work there
-
-
 def cluster_spec(model, args):
     from .kernel.cluster import ClientSpec, ClusterSpec, NodeSpec
     from .lang import reply_record
@@ -304,7 +284,8 @@ def check(args, run: Run) -> int:
     if args.simulate:
         run.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     reporter = make_reporter()
-    workroot = scratch_dir()
+    scratch = Scratch()
+    workroot = scratch.path
     system_model = ClusterModel(cluster_spec(model, args), workroot, many=args.fast)
     try:
         reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
@@ -342,7 +323,7 @@ def check(args, run: Run) -> int:
     finally:
         reporter.close()
         system_model.close_all()
-        shutil.rmtree(workroot, ignore_errors=True)
+        scratch.remove()
 
 
 def recorded_steps(model, args, outcome, workroot: str):
@@ -445,8 +426,8 @@ def replay_trace(args, run: Run, model, trace: dict) -> int:
     prop = next(p for p in engine_properties(model) if p.name == name)
     keys = trace["keys"]
     reporter = TlcReporter()
-    workroot = scratch_dir()
-    system_model = ClusterModel(cluster_spec(model, args), workroot, recording=True)
+    scratch = Scratch()
+    system_model = ClusterModel(cluster_spec(model, args), scratch.path, recording=True)
     try:
         reporter.start(replay=True)
         reporter.say(f"Replaying {args.replay}: {len(keys) + 1} states, from a behavior that "
@@ -475,7 +456,7 @@ def replay_trace(args, run: Run, model, trace: dict) -> int:
         return EXIT_VIOLATION if violated else EXIT_OK
     finally:
         system_model.close_all()
-        shutil.rmtree(workroot, ignore_errors=True)
+        scratch.remove()
 
 
 def _terminate(signum, frame):

@@ -30,10 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 from cmc.adapter import ClusterModel               # noqa: E402
 from cmc.cli import (Run, cluster_spec, engine_properties, make_search, parse_args,  # noqa: E402
-                     pin_cpu, scratch_dir)
+                     pin_cpu)
 from cmc.engine.model import NullReporter           # noqa: E402
 from cmc.kernel.node import COUNTERS                 # noqa: E402
 from cmc.lang import load_model                      # noqa: E402
+from cmc.scratch import Scratch                      # noqa: E402
 
 
 def floors_binary(tmp: str) -> str:
@@ -61,8 +62,8 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -
         + ([] if pin else ["--no-pin"])
     args = parse_args(argv)
     model = load_model(path, {})
-    workroot = scratch_dir()            # where cmc itself would work
-    system = ClusterModel(cluster_spec(model, args), workroot, many=fast)
+    scratch = Scratch()                 # where cmc itself would work
+    system = ClusterModel(cluster_spec(model, args), scratch.path, many=fast)
     before = dict(COUNTERS)
     affinity = os.sched_getaffinity(0)
     t0 = time.perf_counter()
@@ -73,7 +74,7 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -
         outcome = search.run()
     finally:
         system.close_all()
-        shutil.rmtree(workroot, ignore_errors=True)
+        scratch.remove()
         os.sched_setaffinity(0, affinity)
     wall = time.perf_counter() - t0
     st = outcome.stats

@@ -15,14 +15,22 @@ Each worker is a process with its own model (its own working directories) made
 by `worker_model(index)`; the parent launches only the initial world and the
 replays that show a counterexample.
 
+A worker dies with the parent, however the parent dies (PR_SET_PDEATHSIG, set
+before it does anything, and a check that the parent it was forked from is still
+its parent), and so do the node processes under it (theirs is set by the kernel
+layer). A worker that dies is seen at once on its pipe: the search ends with an
+engine error naming it, never waits for an answer that cannot come.
+
 With --fast (FastParallelBreadthFirst) a job is a whole world's expansion, done on
 copies of a snapshot that the worker keeps; each world goes to the worker holding
 it. The merge is the same.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import multiprocessing.connection
+import os
 import pickle
 import signal
 from collections import deque
@@ -31,16 +39,23 @@ from .bfs import BreadthFirst
 from .model import EngineLimit, Outcome, Stats
 from .replay import recheck, replay, steps_by_copy, take_step
 
-_worker = {}
+PR_SET_PDEATHSIG = 1
 
 
-def _init_worker(worker_model, counter) -> None:
+def _worker_main(target, conn, parent: int, inherited: list[int], *args) -> None:
+    """The start of every worker process: die with the parent, hand Ctrl-C to the
+    parent, close the pipes of the workers started before it, then run target."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:          # the parent died before the line above
+        os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    with counter.get_lock():
-        index = counter.value
-        counter.value += 1
-    _worker["model"] = worker_model(index)
+    for fd in inherited:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    target(conn, *args)
 
 
 def _carried(e: Exception) -> tuple:
@@ -52,17 +67,122 @@ def _carried(e: Exception) -> tuple:
         return ("raise", RuntimeError(f"{type(e).__name__}: {e}"))
 
 
-def _job(keys: list[tuple], fps: list[bytes], key: tuple, det: bool):
-    """In a worker: replay to a world, take one step, describe the result."""
-    model = _worker["model"]
+def _replay_worker(conn, worker_model, index: int) -> None:
+    """A worker process of ParallelBreadthFirst. A job is (keys, fps, key, det):
+    replay to a world, take one step; the answer is ("ok", label, fingerprint,
+    world, actions) or ("raise", error)."""
+    model = worker_model(index)
     try:
-        label, fp2, view2, actions2 = take_step(replay(model, keys, fps)[0], key,
-                                                with_actions=True)
-        if det:
-            recheck(model, keys, fps, key, label, fp2, view2)
-        return ("ok", label, fp2, view2, actions2)
-    except Exception as e:          # noqa: BLE001 — carried to the parent, raised there
-        return _carried(e)
+        while True:
+            job = conn.recv()
+            if job is None:
+                return
+            keys, fps, key, det = job
+            try:
+                label, fp2, view2, actions2 = take_step(replay(model, keys, fps)[0], key,
+                                                        with_actions=True)
+                if det:
+                    recheck(model, keys, fps, key, label, fp2, view2)
+                conn.send(("ok", label, fp2, view2, actions2))
+            except Exception as e:      # noqa: BLE001 — carried to the parent, raised there
+                conn.send(_carried(e))
+    except (EOFError, OSError):
+        return
+    finally:
+        model.close_all()
+
+
+class _Worker:
+    """A worker process and the pipe to it. Answers come back in the order the
+    jobs were sent; each job's answer lands in the box `send` returned."""
+
+    DIED = object()
+
+    def __init__(self, ctx, index: int, target, args: tuple, inherited: list[int]):
+        self.index = index
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main,
+                                args=(target, theirs, os.getpid(), inherited) + args,
+                                daemon=True)
+        self.proc.start()
+        theirs.close()
+        self.waiting: deque = deque()       # jobs sent, not answered: answer boxes
+        self.drop: list = []                # --fast: snapshots it keeps that will not be used
+
+    def send(self, message) -> list:
+        box: list = []
+        try:
+            self.conn.send(message)
+        except OSError:
+            box.append(self.DIED)
+            return box
+        self.waiting.append(box)
+        return box
+
+    def read_one(self) -> None:
+        try:
+            answer = self.conn.recv()
+        except (EOFError, OSError):
+            for box in self.waiting:
+                box.append(self.DIED)
+            self.waiting.clear()
+            return
+        self.waiting.popleft().append(answer)
+
+    def died(self) -> EngineLimit:
+        """The error for a worker that went away in the middle of the search."""
+        self.proc.join(timeout=5)
+        code = self.proc.exitcode
+        if code is None or code >= 0:
+            how = "" if code is None else f" with status {code}"
+        else:
+            how = f" of {signal.Signals(-code).name}"
+        return EngineLimit(f"worker process {self.index} died{how} (killed, or out of "
+                           "memory?); the search cannot go on without its answers")
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+
+    def end(self) -> None:
+        """After stop: wait for it a little, then kill it (and so its nodes)."""
+        self.proc.join(timeout=10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def start_workers(n: int, target, args_of) -> list[_Worker]:
+    """n worker processes running target(conn, *args_of(i))."""
+    ctx = multiprocessing.get_context("fork")
+    pool: list[_Worker] = []
+    for i in range(n):
+        pool.append(_Worker(ctx, i, target, args_of(i), [w.conn.fileno() for w in pool]))
+    return pool
+
+
+def stop_workers(pool: list[_Worker]) -> None:
+    for w in pool:
+        w.stop()
+    for w in pool:
+        w.end()
+
+
+class _Answer:
+    """The answer to one job sent to a replay worker."""
+
+    def __init__(self, owner, worker: _Worker, box: list):
+        self.owner, self.worker, self.box = owner, worker, box
+
+    def get(self):
+        while not self.box:
+            self.owner._pump()
+        if self.box[0] is _Worker.DIED:
+            return ("raise", self.worker.died())
+        return self.box[0]
 
 
 class ParallelBreadthFirst(BreadthFirst):
@@ -75,19 +195,22 @@ class ParallelBreadthFirst(BreadthFirst):
         self.worker_model = worker_model
 
     def run(self) -> Outcome:
-        ctx = multiprocessing.get_context("fork")
-        counter = ctx.Value("i", 0)
-        # The pool is made before anything is launched, so that workers inherit no
+        # The workers are made before anything is launched, so that they inherit no
         # descriptor of the parent's node processes.
-        pool = ctx.Pool(self.workers, initializer=_init_worker,
-                        initargs=(self.worker_model, counter))
+        self.pool = start_workers(self.workers, _replay_worker,
+                                  lambda i: (self.worker_model, i))
         try:
-            return self._search(pool)
+            return self._search()
         finally:
-            pool.terminate()
-            pool.join()
+            stop_workers(self.pool)
 
-    def _search(self, pool) -> Outcome:
+    def _pump(self) -> None:
+        """Wait for any busy worker's answer and take it."""
+        busy = [w for w in self.pool if w.waiting]
+        for conn in multiprocessing.connection.wait([w.conn for w in busy]):
+            next(w for w in busy if w.conn is conn).read_one()
+
+    def _search(self) -> Outcome:
         system, fp0, view0, outcome = self.begin()
         if outcome is not None:
             return outcome
@@ -106,7 +229,7 @@ class ParallelBreadthFirst(BreadthFirst):
                 if self.max_depth is not None and depth >= self.max_depth:
                     self.stats.unexplored += 1
                     continue
-                jobs = self._submit(pool, fp, actions, depth)
+                jobs = self._submit(fp, actions, depth)
                 outstanding += len(jobs)
                 pending.append((fp, view, actions, depth, jobs))
             if not pending:
@@ -121,10 +244,15 @@ class ParallelBreadthFirst(BreadthFirst):
             self.tick(len(queue) + len(pending))
         return self.finish()
 
-    def _submit(self, pool, fp, actions, depth) -> list:
-        """Hand out the steps from world fp; one handle (with .get()) per action."""
+    def _submit(self, fp, actions, depth) -> list:
+        """Hand out the steps from world fp, each to the least busy worker; one
+        handle (with .get()) per action."""
         keys, fps = self.path(fp)
-        return [pool.apply_async(_job, (keys, fps, key, self.det)) for key, _ in actions]
+        out = []
+        for key, _ in actions:
+            w = min(self.pool, key=lambda w: (len(w.waiting), w.index))
+            out.append(_Answer(self, w, w.send((keys, fps, key, self.det))))
+        return out
 
     def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
         """BreadthFirst.merge, with the results of the workers' jobs."""
@@ -152,8 +280,6 @@ def _fast_worker(conn, worker_model, index: int, keep: int) -> None:
     keeping the worlds it found as snapshots (at most `keep`) until told to drop
     them. A job is (fp, keys, fps, action keys, det, may keep, drop); its answer
     one result per action, as _job's plus (copied, kept); an error ends the list."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     model = worker_model(index)
     cache: dict = {}
 
@@ -207,13 +333,16 @@ class _Job:
 
     def send(self, worker) -> None:
         self.worker = worker
-        self.box = worker.send(self.message)
+        self.box = worker.send(self.message + (worker.drop,))
+        worker.drop = []
 
     def results(self) -> list:
         if self.worker is None:
             self.owner._send_now(self)
         while not self.box:
             self.owner._pump()
+        if self.box[0] is _Worker.DIED:
+            return [("raise", self.worker.died())]
         return self.box[0]
 
 
@@ -224,33 +353,6 @@ class _Handle:
     def get(self):
         results = self.job.results()
         return results[min(self.i, len(results) - 1)]
-
-
-class _Worker:
-    def __init__(self, ctx, index: int, worker_model, keep: int):
-        self.index = index
-        self.conn, theirs = ctx.Pipe()
-        self.proc = ctx.Process(target=_fast_worker, args=(theirs, worker_model, index, keep),
-                                daemon=True)
-        self.proc.start()
-        theirs.close()
-        self.waiting: deque = deque()       # jobs sent, not answered: answer lists
-        self.drop: list = []                # snapshots it keeps that will not be used
-
-    def send(self, message: tuple) -> list:
-        box: list = []
-        self.conn.send(message + (self.drop,))
-        self.drop = []
-        self.waiting.append(box)
-        return box
-
-    def read_one(self) -> None:
-        try:
-            answer = self.conn.recv()
-        except (EOFError, OSError):
-            answer = [("raise", EngineLimit(f"worker process {self.index} of --fast died "
-                                            "(out of memory?)"))]
-        self.waiting.popleft().append(answer)
 
 
 class FastParallelBreadthFirst(ParallelBreadthFirst):
@@ -266,26 +368,16 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
     LOOKAHEAD = 4
 
     def run(self) -> Outcome:
-        ctx = multiprocessing.get_context("fork")
-        self.pool = [_Worker(ctx, i, self.worker_model, self.KEEP_PER_WORKER)
-                     for i in range(self.workers)]
+        self.pool = start_workers(self.workers, _fast_worker,
+                                  lambda i: (self.worker_model, i, self.KEEP_PER_WORKER))
         self.holder: dict = {}          # world -> the worker keeping a snapshot of it
         self.ready: list[_Job] = []     # made ready, not sent, in BFS order
         try:
-            return self._search(None)
+            return self._search()
         finally:
-            for w in self.pool:
-                try:
-                    w.conn.send(None)
-                except OSError:
-                    pass
-            for w in self.pool:
-                w.proc.join(timeout=10)
-                if w.proc.is_alive():
-                    w.proc.terminate()
-                    w.proc.join()
+            stop_workers(self.pool)
 
-    def _submit(self, pool, fp, actions, depth) -> list:
+    def _submit(self, fp, actions, depth) -> list:
         if not actions:
             holder = self.holder.pop(fp, None)
             if holder is not None:
@@ -323,9 +415,7 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
 
     def _pump(self) -> None:
         """Wait for any worker's answer, take it, and give free workers more."""
-        busy = [w for w in self.pool if w.waiting]
-        for conn in multiprocessing.connection.wait([w.conn for w in busy]):
-            next(w for w in busy if w.conn is conn).read_one()
+        super()._pump()
         self._dispatch()
 
     def _send_now(self, job: _Job) -> None:

@@ -1,0 +1,47 @@
+"""Nothing outlives cmc (issue 11): however a run ends -- by itself, on an error,
+Ctrl-C, SIGTERM, SIGKILL of cmc or of one of its workers -- no process of it is left
+(cmc, its workers, the nodes, their --fast copies), and no scratch directory once
+the next run has started (one killed with SIGKILL cannot remove its own). For
+replay, --fast, --workers 2 and both. `python test/leftovers.py` prints the table."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from leftovers import DEATHS, MODES, STATUS, run_and_end
+
+CASES = [(m, d) for m in MODES for d in DEATHS
+         if d != "SIGKILL of a worker" or "--workers" in m]
+
+
+@pytest.mark.parametrize("mode,death", CASES, ids=[f"{m}-{d}" for m, d in CASES])
+def test_nothing_is_left(tmp_path, mode, death):
+    r = run_and_end(tmp_path, mode, death)
+    assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]
+    assert r["processes"] == []
+    assert r["dirs"] == []
+    assert r["next status"] == 0
+    if death == "SIGKILL":
+        # it could not clean up itself: the next run did
+        assert len(r["dirs before the next run"]) == 1
+    else:
+        assert r["dirs before the next run"] == []
+    if death == "SIGKILL of a worker":
+        assert "Error: worker process 0 died of SIGKILL" in r["stdout"], r["stdout"][-3000:]
+
+
+def test_a_directory_that_is_not_cmcs_is_never_removed(tmp_path, monkeypatch):
+    """Only directories marked as a cmc run's (OWNER) and unlocked are removed."""
+    import tempfile
+
+    from cmc.scratch import remove_stale
+    scratch = tmp_path / "scratch"
+    (scratch / "cmc-notours").mkdir(parents=True)
+    (scratch / "cmc-gone").mkdir()
+    (scratch / "cmc-gone" / "OWNER").write_text("1\n")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    removed = remove_stale()
+    assert str(scratch / "cmc-gone") in removed
+    assert sorted(os.listdir(scratch)) == ["cmc-notours"]
