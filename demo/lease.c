@@ -148,7 +148,7 @@ static int queue[MAX_PEERS], nqueue;
 
 static void emit_server(void)
 {
-    char line[160];
+    char line[64 + (MAX_PEERS + 1) * 12];      /* room for every id, whatever its value */
     int n = snprintf(line, sizeof line, "{\"role\":\"server\",\"holder\":");
     if (holder >= 0)
         n += snprintf(line + n, sizeof line - n, "%d", peers[holder].id);
@@ -221,10 +221,20 @@ static void expire(void)
 #endif
 }
 
+static int queued(int p)
+{
+    for (int i = 0; i < nqueue; i++)
+        if (queue[i] == p)
+            return 1;
+    return 0;
+}
+
 static void handle_line(int p, const char *line)
 {
     int id;
-    if (sscanf(line, "ACQUIRE %d", &id) == 1) {
+    /* A peer waits in the queue at most once (so the queue never holds more than
+     * MAX_PEERS): a repeated ACQUIRE from the holder or a queued peer is ignored. */
+    if (sscanf(line, "ACQUIRE %d", &id) == 1 && p != holder && !queued(p)) {
         peers[p].id = id;
         queue[nqueue++] = p;
     } else if (strcmp(line, "RELEASE") == 0) {

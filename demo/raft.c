@@ -81,6 +81,7 @@
 #define ELECTION_MS  300    /* election timeout (plus 50 ms per node id) */
 #define HEARTBEAT_MS 100    /* a leader's heartbeat */
 #define NOOP         0      /* the value of a leader's no-op entry */
+#define MAX_AE       16     /* entries per AppendEntries: the line fits in LINE_LEN */
 
 enum role { FOLLOWER, CANDIDATE, LEADER };
 static const char *role_name[] = { "follower", "candidate", "leader" };
@@ -194,7 +195,7 @@ static int put_ints(char *p, size_t cap, const char *name, const int *v, int ski
 /* Everything that decides what this node does next, canonically. */
 static void emit_state(void)
 {
-    char line[256 + MAX_LOG * 32];
+    char line[256 + MAX_LOG * 48];         /* an entry takes up to 44: [term,value], */
     int n = snprintf(line, sizeof line, "{\"id\":%d,\"role\":\"%s\",\"term\":%ld,\"vote\":",
                      me, role_name[role], term);
     n += vote < 0 ? snprintf(line + n, sizeof line - n, "null,")
@@ -217,7 +218,7 @@ static void emit_state(void)
 
 static void emit_durable(void)
 {
-    char line[128 + MAX_LOG * 32];
+    char line[128 + MAX_LOG * 48];
     int n = snprintf(line, sizeof line, "{\"term\":%ld,\"vote\":", term);
     n += vote < 0 ? snprintf(line + n, sizeof line - n, "null,")
                   : snprintf(line + n, sizeof line - n, "%d,", vote);
@@ -316,10 +317,12 @@ static void rpc_text(int peer, char *line, size_t cap)
         snprintf(line, cap, "RV %ld %d %d %ld\n", term, me, nlog, term_at(nlog));
         return;
     }
-    int prev = next_[peer] - 1;
+    int prev = next_[peer] - 1, count = nlog - prev;
+    if (count > MAX_AE)
+        count = MAX_AE;           /* the rest goes in the next one ("more to send") */
     int n = snprintf(line, cap, "AE %ld %d %d %ld %d %d", term, me, prev, term_at(prev),
-                     commit, nlog - prev);
-    for (int i = prev + 1; i <= nlog; i++)
+                     commit, count);
+    for (int i = prev + 1; i <= prev + count; i++)
         n += snprintf(line + n, cap - n, " %ld %ld", log_[i].term, log_[i].value);
     snprintf(line + n, cap - n, "\n");
 }
@@ -407,11 +410,21 @@ static void start_election(void)
     ask_next();
 }
 
+/* Append an entry; a full log stops the node (its entries are never compacted). */
+static void append(long t, long value)
+{
+    if (nlog == MAX_LOG) {
+        errno = ENOSPC;
+        die("log full");
+    }
+    log_[++nlog] = (struct entry){ t, value };
+}
+
 static void become_leader(void)
 {
     role = LEADER;
     printf("raft %d: leader of term %ld\n", me, term);
-    log_[++nlog] = (struct entry){ term, NOOP };   /* a no-op of our own term */
+    append(term, NOOP);           /* a no-op of our own term */
     save();
     memset(waiting, 0, sizeof waiting);
     for (int p = 0; p < N; p++) {
@@ -490,7 +503,7 @@ static void on_append_entries(struct conn *c, char *args)
     args += used;
     if (t >= term) {
         become_follower(t);
-        if (prev <= nlog && term_at(prev) == prev_term) {
+        if (prev >= 0 && prev <= nlog && term_at(prev) == prev_term) {
             int changed = 0;
             for (int k = 1; k <= n && prev + k <= MAX_LOG; k++) {
                 struct entry e;
@@ -577,7 +590,7 @@ static void on_client(int i, long value)
             close_conn(&in[i]);
         return;
     }
-    log_[++nlog] = (struct entry){ term, value };
+    append(term, value);
     save();
     client_wait[i] = nlog;
     client_value[i] = value;

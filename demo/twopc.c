@@ -55,7 +55,7 @@
 #define LOG_FILE    "log"
 #define MAX_TX      64
 #define MAX_CLIENTS 8
-#define LINE_LEN    128
+#define LINE_LEN    (8 + MAX_TX * 21)   /* a HELLO naming every transaction fits */
 #define NPART       2
 
 static const char *role = "twopc";

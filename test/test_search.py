@@ -50,11 +50,14 @@ def states(out: str) -> list[str]:
 
 # -- breadth-first: exact counts ----------------------------------------------------------
 
+# By hand (the docstring): a world is the pair of client stages; the node is blocked in
+# the same poll() in every world (it looks only at the connections it polled, so a
+# just-accepted one never sends it into read()), so the blocked call adds no world.
 @pytest.mark.parametrize("extra, flags, expected", [
-    ("", "", (13, 9, 5)),
-    (DROP, "", (29, 15, 5)),
-    ("", "--tick 1000", (22, 9, 5)),
-    (DROP, "--tick 1000", (44, 15, 5)),
+    ("", "", (13, 9, 5)),               # 3*3 worlds; 1 initial + 2*6 DELIVERs
+    (DROP, "", (29, 15, 5)),            # 9 + 2*3 with one D; 1 + 24 (DELIVER|DROP) + 4
+    ("", "--tick 1000", (22, 9, 5)),    # the same 9 worlds, each with a FIRE to itself: 13 + 9
+    (DROP, "--tick 1000", (44, 15, 5)), # 29 + a FIRE in each of the 15 worlds
 ])
 def test_bfs_counts_are_exact(tmp_path, extra, flags, expected):
     r = cmc(tmp_path, counter(tmp_path, extra), "-D", f"flags={flags}")

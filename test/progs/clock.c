@@ -24,11 +24,11 @@
 static void report(const char *prefix)
 {
     time_t t = time(NULL);
-    struct timeval tv;
-    struct timespec rt, mono;
-    gettimeofday(&tv, NULL);
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
+    struct timeval tv = { 0, 0 };             /* 0 if a call failed (it says so) */
+    struct timespec rt = { 0, 0 }, mono = { 0, 0 };
+    if (gettimeofday(&tv, NULL) < 0 || clock_gettime(CLOCK_REALTIME, &rt) < 0 ||
+        clock_gettime(CLOCK_MONOTONIC, &mono) < 0)
+        perror("clock: reading the clock");
 
     char line[256];
     int n = snprintf(line, sizeof line, "{%s\"time\":%lld,\"tv_sec\":%lld,\"rt\":%lld,"

@@ -81,12 +81,17 @@ int main(int argc, char **argv)
         }
         if (ready == 0)
             continue;                       /* the tick: nothing changes */
+        /* Only the connections poll() was given have a revents: one accepted below is
+         * looked at from the next poll on (its pfd entry was never filled). A close
+         * moves the last connection, possibly that new one, into slot i, which the
+         * downward loop does not look at again. */
+        int polled = nconns;
         if ((pfd[0].revents & POLLIN) && nconns < MAX_CONNS) {
             int c = accept(lfd, NULL, NULL);
             if (c >= 0)
                 conns[nconns++] = c;
         }
-        for (int i = nconns - 1; i >= 0; i--) {
+        for (int i = polled - 1; i >= 0; i--) {
             if (!pfd[1 + i].revents)
                 continue;
             char buf[256];

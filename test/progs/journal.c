@@ -82,7 +82,8 @@ static void take(const char *x)
     last[got] = 0;
     close(l);
     char path[4096];
-    snprintf(path, sizeof path, "%s/count", getenv("HOME"));
+    const char *home = getenv("HOME");        /* cmc sets it; "." if it is unset */
+    snprintf(path, sizeof path, "%s/count", home ? home : ".");
     FILE *c = fopen(path, "r");
     homecount = 0;
     if (c) { if (fscanf(c, "%ld", &homecount) != 1) homecount = 0; fclose(c); }
@@ -122,11 +123,15 @@ int main(int argc, char **argv)
         for (int i = 0; i < nconns; i++)
             pfd[1 + i] = (struct pollfd){ .fd = conns[i], .events = POLLIN };
         if (poll(pfd, (nfds_t)(1 + nconns), -1) < 0) { perror("journal: poll"); return 1; }
+        /* Only the connections poll() was given have a revents: one accepted below is
+         * looked at from the next poll on. Downwards, so that a close, which moves the
+         * last connection into slot i, moves one already looked at (or the new one). */
+        int polled = nconns;
         if ((pfd[0].revents & POLLIN) && nconns < MAX_CONNS) {
             int c = accept(lfd, NULL, NULL);
             if (c >= 0) { have[nconns] = 0; conns[nconns++] = c; }
         }
-        for (int i = 0; i < nconns; i++) {
+        for (int i = polled - 1; i >= 0; i--) {
             if (!pfd[1 + i].revents)
                 continue;
             ssize_t r = read(conns[i], buf[i] + have[i], sizeof buf[i] - 1 - have[i]);
@@ -135,7 +140,6 @@ int main(int argc, char **argv)
                 conns[i] = conns[--nconns];
                 have[i] = have[nconns];
                 memcpy(buf[i], buf[nconns], have[i]);
-                i--;        /* the moved one was polled as slot nconns: next round */
                 continue;
             }
             have[i] += (size_t)r;

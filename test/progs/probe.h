@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -103,15 +104,19 @@ static long p_ok(const char *name, long r)
 #define ERR(name, call, e) do { errno = 0; long r_ = (long)(call); int e_ = errno; \
     if (r_ != -1 || e_ != (e)) fail("%s: got %ld (%s), expected -1 (%s)", name, r_, \
                                     r_ < 0 ? en(e_) : "no error", en(e)); } while (0)
+/* MEM shows at most 60 of the bytes, and none for a count that is a failed call's -1
+ * (it would read past the buffer). */
+static UNUSED int p_shown(size_t n) { return n > (size_t)SSIZE_MAX ? 0 : n > 60 ? 60 : (int)n; }
 #define MEM(name, buf, n, exp) do { size_t n_ = (size_t)(n); const char *x_ = (exp); \
     if (n_ != strlen(x_) || memcmp(buf, x_, n_) != 0) fail("%s: got %zu bytes \"%.*s\", " \
-    "expected \"%s\"", name, n_, (int)(n_ > 60 ? 60 : n_), (const char *)(buf), x_); } while (0)
+    "expected \"%s\"", name, n_, p_shown(n_), (const char *)(buf), x_); } while (0)
 
 /* The monotonic clock in ns (under cmc: the logical clock). */
 static UNUSED long mono_ns(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    struct timespec t = { 0, 0 };
+    if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
+        fail("clock_gettime(CLOCK_MONOTONIC): %s", en(errno));
     return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 

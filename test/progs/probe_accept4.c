@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     phase();
 
     int c = tcp_connect(port);
-    struct sockaddr_in cn;
+    struct sockaddr_in cn = { 0 };
     socklen_t len = sizeof cn;
     OK("getsockname(connector)", getsockname(c, (struct sockaddr *)&cn, &len));
     struct sockaddr_in peer;

@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     CHECK("send 1", send(a, "1", 1, 0), 1);
     one("b after a send", -1, EPOLLIN, 0xB);
     one("b again while unread (level-triggered)", 0, EPOLLIN, 0xB);
-    char buf[16];
+    char buf[16] = "";
     CHECK("recv 1", recv(b, buf, sizeof buf, 0), 1);
     none("b once drained");
     phase();

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
                      socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     CHECK("F_GETFD of a SOCK_CLOEXEC socket", fcntl(sc, F_GETFD), FD_CLOEXEC);
     CHECK("F_GETFL of a SOCK_NONBLOCK socket", fcntl(sc, F_GETFL), O_RDWR | O_NONBLOCK);
-    struct stat st, st2;
+    struct stat st = { 0 }, st2 = { 0 };
     OK("fstat", fstat(s, &st));
     CHECK("fstat: S_ISSOCK", S_ISSOCK(st.st_mode), 1);
     OK("fstat", fstat(sc, &st2));
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     CHECK("poll for them", wait_for(b, POLLIN), POLLIN);
     OK("FIONREAD", ioctl(b, FIONREAD, &n));
     CHECK("FIONREAD", n, 7);
-    char buf[16];
+    char buf[16] = "";
     CHECK("recv 3", recv(b, buf, 3, 0), 3);
     OK("SIOCINQ", ioctl(b, SIOCINQ, &n));
     CHECK("SIOCINQ after reading 3", n, 4);

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
     struct iovec mv[2] = { { "hello ", 6 }, { "world", 5 } };
     struct msghdr mh = { .msg_iov = mv, .msg_iovlen = 2 };
     CHECK("sendmsg 2 iovecs", sendmsg(a, &mh, 0), 11);
-    char p1[4], p2[4], p3[20];
+    char p1[4] = "", p2[4] = "", p3[20] = "";
     struct iovec rmv[3] = { { p1, 4 }, { p2, 4 }, { p3, 20 } };
     struct sockaddr_in name;
     char control[64];
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
                          .msg_iov = &one, .msg_iovlen = 1 };
     long r2 = sendmsg(a, &nh, 0);
     CHECK("sendmsg with an address on a connected stream", r2, 3);
-    char buf[16];
+    char buf[16] = "";
     size_t sent = (size_t)(r1 > 0 ? r1 : 0) + (size_t)(r2 > 0 ? r2 : 0);
     CHECK("recv what sendto and sendmsg sent", recv_exact(b, buf, sent), 5);
     MEM("sendto+sendmsg bytes", buf, 5, "tomsg");

@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     OK("connect([::1])", connect(c, (struct sockaddr *)&to, sizeof to));
     expect6(c, 1, "::1", port, "getpeername(v6 connector)");
     expect6(c, 0, "::1", -1, "getsockname(v6 connector)");
-    struct sockaddr_in6 peer;
+    struct sockaddr_in6 peer = { 0 };
     socklen_t len = sizeof peer;
     int a = (int)OK("accept(AF_INET6)", accept(l, (struct sockaddr *)&peer, &len));
     CHECK("accept address length", len, sizeof peer);
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     expect6(a, 0, "::1", port, "getsockname(v6 accepted)");
     expect6(a, 1, "::1", -1, "getpeername(v6 accepted)");
     CHECK("send over IPv6", send(c, "six", 3, 0), 3);
-    char buf[8];
+    char buf[8] = "";
     CHECK("recv over IPv6", recv_exact(a, buf, 3), 3);
     MEM("six", buf, 3, "six");
     int dom = -1;
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     struct sockaddr_in6 mapped = sin6("::ffff:127.0.0.1", port + 2);
     OK("connect(::ffff:127.0.0.1)", connect(m, (struct sockaddr *)&mapped, sizeof mapped));
     expect6(m, 0, "::ffff:127.0.0.1", -1, "getsockname(v4-mapped connector)");
-    struct sockaddr_in p4;
+    struct sockaddr_in p4 = { 0 };
     len = sizeof p4;
     int am = (int)OK("accept(v4 listener)", accept(l4, (struct sockaddr *)&p4, &len));
     CHECK("v4 listener sees an AF_INET peer", p4.sin_family, AF_INET);

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     len = sizeof sa;
     ERR("getpeername(listener)", getpeername(l, (struct sockaddr *)&sa, &len), ENOTCONN);
     int a = tcp_connect(port);
-    struct sockaddr_in an, ap, acc;
+    struct sockaddr_in an, ap, acc = { 0 };
     name_of(a, 0, &an, "getsockname(connector)");
     expect(&an, "127.0.0.1", -1, "getsockname(connector)");
     name_of(a, 1, &ap, "getpeername(connector)");

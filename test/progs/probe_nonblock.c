@@ -25,7 +25,7 @@ static void server(int port)
     phase();
 
     CHECK("poll(listener, -1) revents", wait_for(s, POLLIN), POLLIN);
-    struct sockaddr_in peer;
+    struct sockaddr_in peer = { 0 };
     socklen_t len = sizeof peer;
     int c = (int)OK("accept", accept(s, (struct sockaddr *)&peer, &len));
     CHECK("accept addrlen", len, sizeof peer);
@@ -33,7 +33,7 @@ static void server(int port)
     CHECK("accepted socket does not inherit O_NONBLOCK", fcntl(c, F_GETFL) & O_NONBLOCK, 0);
     ERR("accept with the backlog empty again", accept(s, NULL, NULL), EAGAIN);
     OK("fcntl(F_SETFL, O_NONBLOCK)", fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK));
-    char buf[64];
+    char buf[64] = "";
     ERR("recv before the client sent anything", recv(c, buf, sizeof buf, 0), EAGAIN);
     ERR("read before the client sent anything", read(c, buf, sizeof buf), EAGAIN);
     CHECK("send hello", send(c, "hello", 5, 0), 5);
@@ -88,7 +88,7 @@ static void client(int port)
     ERR("connect a third time", connect(s, (struct sockaddr *)&sa, sizeof sa), EISCONN);
     phase();
 
-    char buf[64];
+    char buf[64] = "";
     CHECK("poll for hello", wait_for(s, POLLIN) & POLLIN, POLLIN);
     CHECK("recv hello (5 bytes)", recv_exact(s, buf, 5), 5);
     MEM("hello", buf, 5, "hello");

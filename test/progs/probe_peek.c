@@ -20,7 +20,7 @@ int main(int argc, char **argv)
     int l = tcp_listener(port, 0);
     int a = tcp_connect(port);
     int b = (int)OK("accept", accept(l, NULL, NULL));
-    char buf[64];
+    char buf[64] = "";
     int n = -1;
     ERR("recv(MSG_DONTWAIT) with nothing buffered", recv(b, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
     ERR("recv(MSG_PEEK|MSG_DONTWAIT) with nothing buffered",

@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     if (argc != 2)
         return 2;
     int inc = under_cmc ? atoi(getenv("CMC_INCARNATION") ? getenv("CMC_INCARNATION") : "-1") : 0;
-    unsigned char r1[16], r2[16];
+    unsigned char r1[16] = { 0 }, r2[16] = { 0 };   /* in the state even if a draw failed */
     CHECK("getrandom(16)", getrandom(r1, sizeof r1, 0), 16);
     CHECK("getrandom(16, GRND_NONBLOCK)", getrandom(r2, sizeof r2, GRND_NONBLOCK), 16);
     if (memcmp(r1, r2, 16) == 0)
@@ -42,8 +42,8 @@ int main(int argc, char **argv)
     const unsigned char *at = (const unsigned char *)getauxval(AT_RANDOM);
     if (at)
         hex(ha, at, 16);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
+    struct timespec now = { 0, 0 };
+    OK("clock_gettime(CLOCK_REALTIME)", clock_gettime(CLOCK_REALTIME, &now));
 
     FILE *f = fopen("draws", "r");
     int lines = 0;
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     if (write(3, state, (size_t)n) != n)
         perror("write fd 3");
     sleep(1);
-    clock_gettime(CLOCK_REALTIME, &now);
+    OK("clock_gettime(CLOCK_REALTIME)", clock_gettime(CLOCK_REALTIME, &now));
     f = fopen("draws", "a");
     if (f) {
         fprintf(f, "slept %lld\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);

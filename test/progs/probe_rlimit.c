@@ -121,7 +121,7 @@ int main(int argc, char **argv)
     int fds[] = { lfd, cfd, afd, dfd, 3, 193 };
     int n = (int)(sizeof fds / sizeof *fds);
     struct rlimit raw = { 0, 0 };
-    syscall(SYS_getrlimit, RLIMIT_NOFILE, &raw);
+    OK("syscall(getrlimit)", syscall(SYS_getrlimit, RLIMIT_NOFILE, &raw));
     long h = -1;
     index_by_fd(soft, fds, n, "getrlimit");
     index_by_fd((long)raw.rlim_cur, fds, n, "the getrlimit system call");

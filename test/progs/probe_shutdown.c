@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     ERR("shutdown(how=3)", shutdown(a, 3), EINVAL);
     phase();
 
-    char buf[64];
+    char buf[64] = "";
     CHECK("send data before SHUT_WR", send(a, "data", 4, 0), 4);
     OK("shutdown(SHUT_WR)", shutdown(a, SHUT_WR));
     OK("shutdown(SHUT_WR) again", shutdown(a, SHUT_WR));

@@ -39,7 +39,7 @@ int main(void)
     p_init();
     const long S = 1000000000L, EPOCH = 1767225600L;   /* 2026-01-01T00:00:00Z */
     long rt = ns_of(CLOCK_REALTIME), mono = ns_of(CLOCK_MONOTONIC);
-    struct timeval tv;
+    struct timeval tv = { 0, 0 };
     OK("gettimeofday", gettimeofday(&tv, NULL));
     time_t t1 = time(NULL), t2 = 0;
     CHECK("time(&t) returns what it stores", time(&t2), t2);

@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     OK("getsockopt(SO_TYPE)", getsockopt(u1, SOL_SOCKET, SO_TYPE, &v, &len));
     CHECK("SO_TYPE", v, SOCK_DGRAM);
     struct sockaddr_in to1 = sin4("127.0.0.1", port);
-    char buf[64];
+    char buf[64] = "";
     ERR("recv(MSG_DONTWAIT) with nothing queued", recv(u1, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
     struct pollfd p = { .fd = u1, .events = POLLIN | POLLOUT };
     CHECK("poll(udp, 0) with nothing queued", poll(&p, 1, 0), 1);
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     wait_for(u1, POLLIN);
     CHECK("recv(2, MSG_PEEK|MSG_TRUNC) gives the real length", recv(u1, buf, 2, MSG_PEEK | MSG_TRUNC), 8);
     CHECK("recv(64, MSG_PEEK)", recv(u1, buf, sizeof buf, MSG_PEEK), 8);
-    char small[3];
+    char small[3] = "";
     struct iovec iov = { small, sizeof small };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
     CHECK("recvmsg(3) of an 8-byte datagram", recvmsg(u1, &mh, 0), 3);
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     int u3 = udp(NULL, -1);
     ERR("send without a destination", send(u3, "x", 1, 0), EDESTADDRREQ);
     OK("connect(udp)", connect(u3, (struct sockaddr *)&to1, sizeof to1));
-    struct sockaddr_in me, peer;
+    struct sockaddr_in me = { 0 }, peer = { 0 };
     len = sizeof me;
     OK("getsockname(connected udp)", getsockname(u3, (struct sockaddr *)&me, &len));
     CHECK("connected udp got a port", ntohs(me.sin_port) != 0, 1);

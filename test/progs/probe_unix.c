@@ -44,7 +44,7 @@ int main(void)
     OK("rename", rename("file", "file2"));
     OK("mkdir", mkdir("sub", 0755));
     CHECK("two entries", entries(), 2);
-    char buf[64];
+    char buf[64] = "";
     f = (int)OK("open(file2)", open("file2", O_RDONLY));
     CHECK("read the file back", read(f, buf, sizeof buf), 8);
     MEM("file contents", buf, 8, "persist\n");
@@ -77,7 +77,7 @@ int main(void)
     int l = (int)OK("socket(AF_UNIX)", socket(AF_UNIX, SOCK_STREAM, 0));
     OK("bind(AF_UNIX, \"sock\")", bind(l, (struct sockaddr *)&un, sizeof un));
     OK("listen(AF_UNIX)", listen(l, 2));
-    struct stat st;
+    struct stat st = { 0 };
     OK("stat(sock)", stat("sock", &st));
     CHECK("the named socket is in the working directory", S_ISSOCK(st.st_mode), 1);
     int c = (int)OK("socket(AF_UNIX)", socket(AF_UNIX, SOCK_STREAM, 0));
