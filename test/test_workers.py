@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from conftest import MODELS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
+import pytest
+
+from conftest import MODELS, ROOT, TEST_MODELS, cmc, counter, counts, run_cmc, without_timestamps
 
 DURLOG = MODELS / "durlog.model"
 
@@ -24,7 +26,8 @@ def test_same_counterexample_with_two_workers(tmp_path):
         assert r.returncode == 1, r.stdout + r.stderr
         outs.append(without_timestamps(r.stdout))
     assert outs[0] == outs[1]
-    assert "State 5: <CRASH primary>" in outs[1]
+    assert counts(outs[1]) == (191, 104, 5)
+    assert "State 5: <CRASH primary>" in outs[1].splitlines()
 
 
 def test_same_counts_with_two_workers_on_a_full_search(tmp_path):
@@ -36,14 +39,25 @@ def test_same_counts_with_two_workers_on_a_full_search(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         results.append((counts(r.stdout), without_timestamps(r.stdout)))
     assert results[0] == results[1]
+    assert results[1][0] == (319, 161, 12)
 
 
-def test_same_counts_on_the_toy_with_three_workers(tmp_path):
-    one = run_cmc("--model-file", TEST_MODELS / "counter.model", "-D", "flags=--tick 1000")
-    many = run_cmc("--model-file", TEST_MODELS / "counter.model", "-D", "flags=--tick 1000",
-                   "--workers", 3)
-    assert one.returncode == many.returncode
-    assert counts(one.stdout) == counts(many.stdout)
+@pytest.mark.parametrize("extra, status, expected, line", [
+    ("", 0, (22, 9, 5), "Model checking completed. No error has been found."),
+    ("invariant below_two: node[0].count < 2\n", 1, (18, 9, 5),
+     'State 5: <DELIVER b -> counter "y\\n">'),
+], ids=["full-search", "violation"])
+def test_same_output_on_the_toy_with_three_workers(tmp_path, extra, status, expected, line):
+    model = counter(tmp_path, extra)
+    outs = []
+    for workers in (1, 3):
+        r = cmc(tmp_path, model, "-D", "flags=--tick 1000", "--workers", workers,
+                "--trace-out", tmp_path / "t.json")
+        assert r.returncode == status, r.stdout + r.stderr
+        outs.append(without_timestamps(r.stdout))
+    assert outs[0] == outs[1]
+    assert counts(outs[1]) == expected
+    assert line in outs[1].splitlines()
 
 
 def test_workers_refused_outside_breadth_first():
