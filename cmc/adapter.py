@@ -81,7 +81,6 @@ class ClusterModel:
         self.many = many
         self.tag = tag
         self.open: set[_Tracked] = set()
-        self.launches = 0
         self._roots = 0
 
     def new_root(self) -> str:
@@ -104,7 +103,6 @@ class ClusterModel:
         cluster.shift = shift
         tracked = _Tracked(cluster, self)
         self.open.add(tracked)
-        self.launches += 1
         cluster.launch()
         return tracked
 

@@ -18,7 +18,7 @@ from . import __version__
 from .errors import CmcError, EngineError, ModelError, UnsupportedMachine, UsageError
 from .scratch import Scratch
 
-EXIT_OK, EXIT_VIOLATION, EXIT_MODEL, EXIT_TARGET, EXIT_MACHINE = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_VIOLATION, EXIT_MODEL = 0, 1, 2
 EXIT_INTERRUPTED = 130
 DEFAULT_LIVE_STEPS = 100
 DEFAULT_CHANNEL_CAP = 64

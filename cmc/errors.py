@@ -6,7 +6,8 @@
   not support (exit 3). Names the node, the step and the call.
 - EngineError: a limit or cap was exceeded, or the replay diverged (exit 3).
 - UnsupportedMachine: this machine cannot run cmc (exit 4).
-- InternalError: a bug in cmc itself.
+
+Any other exception is a bug in cmc itself, and shows its traceback.
 """
 from __future__ import annotations
 
@@ -71,8 +72,3 @@ class UnsupportedMachine(CmcError):
 
     exit_status = 4
 
-
-class InternalError(CmcError):
-    """A bug in cmc."""
-
-    exit_status = 3

@@ -14,9 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-KINDS = ("invariant", "witness", "quiescent", "action", "eventually")
-
-
 class System(Protocol):
     def actions(self) -> list: ...            # objects with .key (tuple) and .label (str)
     def apply(self, key: tuple) -> str: ...   # returns the action's label
@@ -46,7 +43,7 @@ class Model(Protocol):
 
 @dataclass(frozen=True)
 class Property:
-    kind: str               # one of KINDS
+    kind: str               # invariant, witness, quiescent, action or eventually (SPEC §4)
     name: str
     check: Callable         # (view, next_view | None) -> bool
 

@@ -98,19 +98,29 @@ def recheck(model: Model, keys: list[tuple], fps: list[bytes], key: tuple, label
     try:
         system = replay(model, keys, fps, shift=shift)[0]
     except Nondeterminism as e:
-        raise _explained(model, keys[:e.step], shift) from None
+        raise explained(model, keys[:e.step], shift) from None
     label2, fp2, view2 = take_step(system, key)
     if label2 != label:
         raise Nondeterminism(len(keys) + 1, label, f"the action was {label2!r} the second time",
                              det=True)
     if fp2 != fp or view2 != view:
-        raise _explained(model, keys + [key], shift)
+        raise explained(model, keys + [key], shift)
 
 
 DET_SHIFTS = 3      # shifted launches that differ in their low address bits (Model.fresh)
 
 
-def _explained(model: Model, keys: list[tuple], shift: int) -> Nondeterminism:
+def recheck_initial(model: Model) -> tuple[bytes, dict]:
+    """--det: the fingerprint and view of the initial world launched shifted (the
+    first shift), to compare with those of the search's own launch."""
+    system = model.fresh(1)
+    try:
+        return system.fingerprint(), system.view()
+    finally:
+        system.close()
+
+
+def explained(model: Model, keys: list[tuple], shift: int) -> Nondeterminism:
     """The --det error for the world reached by `keys`, which differed in the
     shifted launch: both runs once more, to say which part of the world differed."""
     worlds = []

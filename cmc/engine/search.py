@@ -18,7 +18,7 @@ import time
 
 from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import EngineLimit, Model, Outcome, Property, Reporter, Stats, Step
-from .replay import recheck, replay, take_step
+from .replay import explained, recheck, recheck_initial, replay, take_step
 
 DEFAULT_LIVE_STEPS = 100
 PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
@@ -106,11 +106,16 @@ class Search:
     def begin(self):
         """Launch the initial world, count it as generated and distinct, and check it.
         Returns (system, fingerprint, view, outcome): outcome is the violation found in
-        the initial world (the system is closed then), else None."""
+        the initial world (the system is closed then), else None. With --det the
+        initial world is launched shifted first (one world at a time: replay shares
+        the working directories), and must be the same."""
+        shifted = recheck_initial(self.model) if self.det else None
         system = self.model.fresh()
         try:
             fp0 = system.fingerprint()
             view0 = system.view()
+            if shifted is not None and shifted != (fp0, view0):
+                raise explained(self.model, [], 1)
         except BaseException:
             system.close()
             raise

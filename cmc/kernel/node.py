@@ -141,13 +141,11 @@ class Node:
         self.ever_wrote_state = False
         self.history: list = []        # input history (SPEC §3), for nodes without fd-3 state
         self.durable = None
-        self.durable_emitted = False
         self.pid = 0
         self.listener = -1
         self.tap: Tap | None = None
         self.pidfd = -1
         self.alive = False
-        self.exited = None             # wait status if the program exited by itself
         self._reset_incarnation()
 
     # -- per-incarnation state -----------------------------------------------
@@ -213,7 +211,6 @@ class Node:
         tap.pids.add(pid)
         self.pidfd = os.pidfd_open(pid)
         self.alive = True
-        self.exited = None
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
         self._poller.register(self.pidfd, select.POLLIN)
@@ -323,7 +320,6 @@ class Node:
                 self.ever_wrote_state = True
             else:
                 self.durable = value
-                self.durable_emitted = True
 
     # -- running ---------------------------------------------------------------
     def run(self, outcome) -> None:
@@ -448,7 +444,6 @@ class Node:
     def _wait_exit(self) -> None:
         _, status = os.waitpid(self.pid, 0)
         self._detach()
-        self.exited = status
         if os.WIFSIGNALED(status):
             sig = signal.Signals(os.WTERMSIG(status)).name
             raise TargetError(self.cluster.where(self) + f"died of signal {sig} outside a CRASH action")
