@@ -79,10 +79,10 @@ while read -r demo model prop; do
         row "$demo" "$build" "$expected" "$got" "${generated:--}" "${distinct:--}" \
             "${depth:--}" "$seconds" "$result"
 
-        left=$(ps -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
+        left=$(ps -ww -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
         if [ "$left" -gt 0 ]; then     # give an exiting process a moment, then look again
             sleep 1
-            left=$(ps -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
+            left=$(ps -ww -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
         fi
         if [ "$left" -gt 0 ]; then
             warnings="${warnings}$demo ($build): $left node process(es) still running after the check"$'\n'

@@ -94,7 +94,7 @@ def check_needs(tmp_path, demo: str, kind: str, mode: tuple[str, ...]):
 
 
 def no_node_left(demo: str):
-    out = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
     left = [line for line in out.splitlines() if line.startswith(f"{BUILD / demo}")]
     assert left == []
 

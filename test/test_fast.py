@@ -116,7 +116,7 @@ def test_fast_reports_a_misbehaving_program_as_replay_does(case, mode, tmp_path)
 
 def test_fast_leaves_no_process_behind(tmp_path):
     both_ways(MODELS / "durlog.model", tmp_path, "-D", "bin=../demo/build/durlog-bug")
-    ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
     assert str(ROOT / "demo" / "build" / "durlog") not in ps
 
 
@@ -160,7 +160,7 @@ def test_interrupted_fast_search_leaves_nothing_behind(how, sig, tmp_path):
     out, err = p.communicate(timeout=30)
     assert p.returncode in (130, -signal.SIGTERM, 128 + signal.SIGTERM), out + err
     assert list(tmp.iterdir()) == []
-    ps = subprocess.run(["ps", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
     assert str(ROOT / "demo" / "build" / "raft") not in ps
 
 

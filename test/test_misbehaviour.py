@@ -55,7 +55,7 @@ def _params():
 
 
 def _leftovers() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], stdout=subprocess.PIPE, text=True).stdout
     return [line for line in out.splitlines()
             if "progs/build/misbehave_" in line or "sleep 31.5" in line]
 

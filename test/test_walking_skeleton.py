@@ -95,7 +95,7 @@ def test_clock_through_libc_is_logical(variant):
 
 
 def _cmc_processes():
-    out = subprocess.run(["ps", "-eo", "pid=,args="], stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], stdout=subprocess.PIPE, text=True).stdout
     return [line for line in out.splitlines() if "demo/build/durlog" in line]
 
 
