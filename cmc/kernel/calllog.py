@@ -11,6 +11,7 @@ import errno as errno_mod
 
 from ptrace.syscall.prototypes import SYSCALL_PROTOTYPES
 
+from .answer import ANSWERED, CONTINUE, Err, Ret
 from .net import quote
 from .syscalls_x86_64 import NAME
 
@@ -26,7 +27,6 @@ def _arg(ctype: str, value: int) -> str:
 
 
 def render(nr: int, args, result, data: bytes | None = None) -> str:
-    from .node import ANSWERED, CONTINUE, Err, Ret
     name = NAME.get(nr, f"syscall_{nr}")
     proto = SYSCALL_PROTOTYPES.get(name)
     params = proto[1] if proto else tuple(("long", f"a{i}") for i in range(3))

@@ -1,12 +1,10 @@
 """Emulated calls that are not about sockets: time, sleeps, randomness, the state
-fds 3 and 193, exec, process creation, rlimits; and the dispatch table.
-
-A handler takes (node, args) and returns Ret(val), Err(errno), CONTINUE (run the
-call natively) or a Block (the call waits for the environment).
-"""
+fds 3 and 193 (and writes that go to a virtual socket), exec, process creation, the
+descriptor limit and the files that show it."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import resource
@@ -14,48 +12,15 @@ import struct
 
 from ..errors import TargetError
 from . import _native
-from .filter import DURABLE_FD, STATE_FD, VFD_BASE
-from .node import ANSWERED, CONTINUE, Block, Err, Ret
+from .abi import (AT_FDCWD, CLONE_THREAD, DURABLE_FD, IOV_MAX, O_ACCMODE, O_CLOEXEC,
+                  REALTIME_CLOCKS, RLIMIT_NOFILE, STATE_FD, TIMER_ABSTIME, VFD_BASE)
+from .answer import ANSWERED, CONTINUE, Block, Err, Ret
+from .handler import fd_arg, handles, read_iovecs, read_timespec, signed, timespec
+from .sockets import close_vfd
+from .stream import sock_send, sock_send_bytes
 from .syscalls_x86_64 import NAME, NR
 
-HANDLERS: dict[int, object] = {}
-
-
-def handles(*names: str):
-    def register(fn):
-        for name in names:
-            HANDLERS[NR[name]] = fn
-        return fn
-    return register
-
-
-def dispatch(node, notif):
-    handler = HANDLERS.get(notif.nr)
-    if handler is None:
-        return unsupported(node, notif.nr, notif.args)
-    node.current = notif
-    return handler(node, notif.args)
-
-
-def unsupported(node, nr: int, args, why: str = "is not supported on a virtual socket"):
-    name = NAME.get(nr, f"syscall {nr}")
-    shown = ", ".join(str(_signed(a)) if i == 0 else hex(a) for i, a in enumerate(args[:3]))
-    raise TargetError(node.cluster.where(node) + f"called {name}({shown}, ...), which {why}")
-
-
-def _signed(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
-def fd_arg(v: int) -> int:
-    return _signed(v)
-
-
 # -- time ------------------------------------------------------------------------
-CLOCK_REALTIME, CLOCK_MONOTONIC = 0, 1
-REALTIME_CLOCKS = {0, 5, 8, 11}          # REALTIME, _COARSE, _ALARM, TAI
-TIMER_ABSTIME = 1
 
 
 def clock_value(node, clk: int) -> int | None:
@@ -68,13 +33,9 @@ def clock_value(node, clk: int) -> int | None:
     return None
 
 
-def timespec(ns: int) -> bytes:
-    return struct.pack("<qq", ns // 10**9, ns % 10**9)
-
-
 @handles("clock_gettime")
 def sys_clock_gettime(node, args):
-    value = clock_value(node, _signed(args[0]))
+    value = clock_value(node, signed(args[0]))
     if value is None:
         return Err(errno.EINVAL)
     if not node.write(args[1], timespec(value)):
@@ -108,16 +69,6 @@ def sleep_block(node, duration_ns: int, rem_addr: int, what: str) -> Block:
     return Block(lambda: None, max(duration_ns, 0), fired, what)
 
 
-def read_timespec(node, addr: int) -> int | None:
-    raw = node.read(addr, 16)
-    if raw is None or len(raw) != 16:
-        return None
-    sec, nsec = struct.unpack("<qq", raw)
-    if sec < 0 or not 0 <= nsec < 10**9:
-        return None
-    return sec * 10**9 + nsec
-
-
 @handles("nanosleep")
 def sys_nanosleep(node, args):
     ns = read_timespec(node, args[0])
@@ -128,7 +79,7 @@ def sys_nanosleep(node, args):
 
 @handles("clock_nanosleep")
 def sys_clock_nanosleep(node, args):
-    clk, flags = _signed(args[0]), args[1]
+    clk, flags = signed(args[0]), args[1]
     ns = read_timespec(node, args[2])
     now = clock_value(node, clk)
     if ns is None or now is None:
@@ -149,26 +100,6 @@ def sys_getrandom(node, args):
 
 
 # -- fds 3 and 193, and writes to virtual sockets ----------------------------------
-IOV_MAX = 1024
-
-
-def read_iovecs(node, addr: int, count: int) -> bytes | None:
-    if count > IOV_MAX:
-        return None
-    raw = node.read(addr, 16 * count)
-    if raw is None or len(raw) != 16 * count:
-        return None
-    out = b""
-    for i in range(count):
-        base, length = struct.unpack_from("<QQ", raw, 16 * i)
-        if length:
-            chunk = node.read(base, length)
-            if chunk is None:
-                return None
-            out += chunk
-    return out
-
-
 @handles("write", "pwrite64")
 def sys_write(node, args):
     fd = fd_arg(args[0])
@@ -179,7 +110,6 @@ def sys_write(node, args):
         node.take_state_bytes(fd, data)
         node.moved = data
         return Ret(len(data))
-    from .sockcalls import sock_send
     return sock_send(node, fd, args[1], args[2], 0, "write")
 
 
@@ -195,7 +125,6 @@ def sys_writev(node, args):
         node.take_state_bytes(fd, data)
         node.moved = data
         return Ret(len(data))
-    from .sockcalls import sock_send_bytes
     return sock_send_bytes(node, fd, data, 0, "writev")
 
 
@@ -231,19 +160,14 @@ def sys_execve(node, args):
                           f"died during execve({path.decode(errors='replace')}) "
                           f"(wait status {status:#x})")
     if outcome == 0:      # close-on-exec virtual fds go away with the old image
-        from .sockcalls import close_vfd
         for fd in sorted(node.cloexec):
             close_vfd(node, fd)
     return ANSWERED
 
 
 def _exec_seed(node) -> bytes:
-    import hashlib
     return hashlib.blake2b(f"cmc-auxv/{node.index}/{node.incarnation}/{node.exec_count}".encode(),
                            digest_size=16).digest()
-
-
-CLONE_THREAD = 0x00010000
 
 
 @handles("clone")
@@ -282,9 +206,6 @@ def sys_fork(node, args):
 # above every virtual descriptor cmc hands it, by getrlimit, prlimit64, sysconf
 # (which asks prlimit64) and /proc/self/limits: a program that sizes a table by its
 # limit and indexes it by descriptor is never corrupted.
-RLIMIT_NOFILE = 7
-O_ACCMODE, O_CLOEXEC = 3, 0o2000000
-AT_FDCWD = -100
 
 
 def set_nofile(node, soft: int, hard: int):
@@ -397,7 +318,6 @@ def sys_open(node, args):
 @handles("close_range")
 def sys_close_range(node, args):
     first, last = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF
-    from .sockcalls import close_vfd
     for fd in sorted(node.fds):
         if first <= fd <= last:
             if args[2] & 4:   # CLOSE_RANGE_CLOEXEC
@@ -406,5 +326,3 @@ def sys_close_range(node, args):
                 close_vfd(node, fd)
     return CONTINUE
 
-
-from . import sockcalls, waitcalls  # noqa: E402,F401  (they register their handlers)

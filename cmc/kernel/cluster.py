@@ -21,7 +21,9 @@ from . import dgram
 from .fork import check_intact, fork_world
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
                   fmt_addr, quote)
+from .dispatch import dispatch
 from .node import Node
+from .sockets import close_vfd
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class Client:
 
 
 class Cluster:
+    dispatch = staticmethod(dispatch)     # how its nodes' calls are answered
+
     def __init__(self, spec: ClusterSpec, workroot: str):
         self.spec = spec
         self.workroot = workroot
@@ -198,7 +202,6 @@ class Cluster:
 
     def node_exited(self, node: Node) -> None:
         """A program exited by itself: the kernel closes its descriptors."""
-        from .sockcalls import close_vfd
         for fd in sorted(node.fds):
             close_vfd(node, fd)
 

@@ -7,8 +7,9 @@ import errno
 import socket
 
 from . import sockaddr
-from .net import Datagram, Sock
-from .node import Block, Err, Ret
+from .abi import MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SO_RCVTIMEO
+from .answer import Block, Err, Ret
+from .net import Datagram, Sock, sock_timeout
 
 
 def default_local(node, sock: Sock, toward: str | None = None):
@@ -58,8 +59,6 @@ def send(node, sock: Sock, data: bytes, dst) -> object:
 
 
 def recv(node, sock: Sock, length: int, flags: int, deliver, write_src) -> Block:
-    from .sockcalls import MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SO_RCVTIMEO, sock_timeout
-
     def attempt():
         if sock.error:                        # an ICMP error for a connected socket
             err, sock.error = sock.error, 0

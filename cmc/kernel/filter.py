@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import errno
 
+from .abi import DURABLE_FD, STATE_FD, VFD_BASE
 from .syscalls_x86_64 import NR
-
-VFD_BASE = 500
-STATE_FD = 3
-DURABLE_FD = 193
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_BIT = 0x40000000

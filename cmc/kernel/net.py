@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..errors import EngineError
+from .abi import SOL_SOCKET
+
 CONNECT, DATA, FIN, RST = "CONNECT", "DATA", "FIN", "RST"
 
 
@@ -201,7 +204,6 @@ class Network:
     def send_datagram(self, dgram: Datagram) -> None:
         same = sum(1 for d in self.dgrams if d.src == dgram.src and d.dst == dgram.dst)
         if same >= self.channel_cap:
-            from ..errors import EngineError
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} datagrams "
                               f"in flight from {fmt_addr(dgram.src)} to {fmt_addr(dgram.dst)} "
                               "(raise it with --channel-cap)")
@@ -218,7 +220,6 @@ class Network:
     def send(self, conn: Connection, side: int, msg: Msg, names: str = "") -> None:
         chan = conn.chan[side]
         if len(chan) >= self.channel_cap:
-            from ..errors import EngineError
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} messages "
                               f"in flight on {names or conn.key()} (raise it with --channel-cap)")
         chan.append(msg)
@@ -244,3 +245,9 @@ class Network:
             return ep is None or ep.closed
         self.conns = [c for c in self.conns
                       if not (gone(c.a) and gone(c.b) and c.in_flight() == 0)]
+
+
+def sock_timeout(sock: Sock, opt: int) -> int | None:
+    """SO_RCVTIMEO or SO_SNDTIMEO of a socket in ns, None when not set (no timeout)."""
+    t = sock.options.get((SOL_SOCKET, opt))
+    return t if t else None

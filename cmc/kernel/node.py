@@ -14,12 +14,14 @@ import os
 import select
 import signal
 import time
-from dataclasses import dataclass
-from typing import Callable
 
-from ..errors import TargetError
+from ..errors import TargetError, UnsupportedMachine
 from . import _native
-from .filter import PASS_NEEDLE, PASS_OPEN, VFD_BASE, build_filter
+from .abi import VFD_BASE
+from .answer import ANSWERED, CONTINUE, Block, Err
+from .calllog import render
+from .filter import PASS_NEEDLE, PASS_OPEN, build_filter
+from .syscalls_x86_64 import NAME
 
 # SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
 REALTIME_START_NS = 1767225600 * 10**9
@@ -61,31 +63,6 @@ def det_pad(shift: int) -> str:
 
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
 COUNTERS = {"launches": 0, "notifications": 0}
-
-
-@dataclass
-class Ret:
-    val: int
-
-
-@dataclass
-class Err:
-    errno: int
-
-
-CONTINUE = object()   # let the call run natively
-ANSWERED = object()   # the handler has answered the notification itself
-
-
-@dataclass
-class Block:
-    """A call that cannot complete yet. `attempt` completes it when the world
-    allows (returns Ret/Err, doing its side effects) or returns None;
-    `timeout_ns` (finite) enables a FIRE, which `on_fire` answers."""
-    attempt: Callable[[], object]
-    timeout_ns: int | None = None
-    on_fire: Callable[[], object] | None = None
-    what: str = ""
 
 
 class Tap:
@@ -184,7 +161,6 @@ class Node:
                 self.pid, self.listener, keepalive = _native.spawn(
                     self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
             except OSError as e:
-                from ..errors import UnsupportedMachine
                 raise UnsupportedMachine(
                     f"cannot start node {self.name} under the seccomp filter: {e.strerror} "
                     "(cmc needs Linux >= 5.9 with seccomp user notification)") from None
@@ -325,7 +301,7 @@ class Node:
     def run(self, outcome) -> None:
         """Answer the held call with `outcome` (None: nothing held) and run the
         node until it blocks in a call that cannot complete, or exits."""
-        from .calls import dispatch
+        dispatch = self.cluster.dispatch
         # The watchdog is real time per step: a node that keeps making calls that
         # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
         self._deadline = time.monotonic() + self.cluster.watchdog_s
@@ -357,8 +333,7 @@ class Node:
     THREAD_GRACE_MS = 50
 
     def _no_other_thread_blocks(self, held, block: Block) -> None:
-        from .calls import dispatch
-        from .syscalls_x86_64 import NAME
+        dispatch = self.cluster.dispatch
         p = select.poll()
         p.register(self.listener, select.POLLIN)
         while p.poll(self.THREAD_GRACE_MS):
@@ -384,7 +359,6 @@ class Node:
 
     def _answer(self, notif, result) -> bool:
         if self.cluster.recording:
-            from .calllog import render
             self.cluster.calls.append((self.name, render(notif.nr, notif.args, result,
                                                          self.moved)))
             self.moved = None

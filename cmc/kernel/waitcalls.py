@@ -24,12 +24,11 @@ import select
 import struct
 
 from . import _native
-from .calls import fd_arg, handles, read_timespec
-from .filter import VFD_BASE
-from .node import ANSWERED, CONTINUE, Block, Err, Ret
+from .abi import POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, VFD_BASE
+from .answer import ANSWERED, CONTINUE, Block, Err, Ret
+from .handler import fd_arg, handles, read_timespec
+from .sockets import get_sock, readiness, ready_token
 from .syscalls_x86_64 import NR
-from .sockcalls import (POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, get_sock,
-                        readiness, ready_token)
 
 POLLFD = struct.Struct("<ihh")
 EPOLL_EVENT = struct.Struct("<IQ")          # packed on x86_64
@@ -312,10 +311,3 @@ def sys_epoll_pwait2(node, args):
     if args[3] and timeout is None:
         return Err(errno.EINVAL)
     return _epoll_wait(node, fd_arg(args[0]), args[1], fd_arg(args[2]), timeout, "epoll_pwait2")
-
-
-def forget_socket(node, fd: int) -> None:
-    """A virtual descriptor was closed: it leaves every epoll set (as on Linux when
-    the last reference goes; cmc drops the registration of that number)."""
-    for regs in node.epolls.values():
-        regs.pop(fd, None)

@@ -1,0 +1,42 @@
+"""Linux's ABI as the call handlers see it (x86_64): descriptor numbers cmc reserves,
+and the flag and option values of the calls it emulates. Syscall numbers are in the
+generated syscalls_x86_64.py."""
+from __future__ import annotations
+
+# Descriptors: virtual sockets are numbered from VFD_BASE (real ones stay below it,
+# under a real RLIMIT_NOFILE of VFD_BASE); fds 3 and 193 carry the declared state.
+VFD_BASE = 500
+STATE_FD = 3
+DURABLE_FD = 193
+
+# sockets
+SOCK_STREAM, SOCK_DGRAM = 1, 2
+SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, 0o2000000
+MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL = 0x2, 0x20, 0x40, 0x100, 0x4000
+SOL_SOCKET, IPPROTO_TCP = 1, 6
+SO_TYPE, SO_ERROR, SO_RCVTIMEO, SO_SNDTIMEO = 3, 4, 20, 21
+SO_REUSEADDR, SO_BROADCAST, SO_SNDBUF, SO_RCVBUF, SO_KEEPALIVE = 2, 6, 7, 8, 9
+SO_OOBINLINE, SO_LINGER, SO_REUSEPORT, SO_ACCEPTCONN = 10, 13, 15, 30
+SO_PROTOCOL, SO_DOMAIN = 38, 39
+IPPROTO_IPV6, IPV6_V6ONLY = 41, 26
+TCP_NODELAY, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT = 1, 4, 5, 6
+
+# readiness (poll, select, epoll)
+POLLIN, POLLPRI, POLLOUT, POLLERR, POLLHUP, POLLNVAL, POLLRDHUP = 1, 2, 4, 8, 0x10, 0x20, 0x2000
+POLLRDNORM, POLLWRNORM = 0x40, 0x100
+
+# descriptors and files
+O_NONBLOCK = 0o4000
+O_ACCMODE, O_CLOEXEC = 3, 0o2000000
+AT_FDCWD = -100
+F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
+FIONBIO, FIONREAD = 0x5421, 0x541B
+S_IFSOCK = 0o140000
+IOV_MAX = 1024
+RLIMIT_NOFILE = 7
+
+# time and processes
+CLOCK_REALTIME, CLOCK_MONOTONIC = 0, 1
+REALTIME_CLOCKS = {0, 5, 8, 11}          # REALTIME, _COARSE, _ALARM, TAI
+TIMER_ABSTIME = 1
+CLONE_THREAD = 0x00010000

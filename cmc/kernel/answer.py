@@ -1,0 +1,32 @@
+"""What a call handler answers a notified call with: a value (Ret), an error (Err),
+"run it natively" (CONTINUE), "already answered" (ANSWERED, e.g. by placing a
+descriptor with ADDFD and SEND), or a Block: the call waits for the environment."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class Ret:
+    val: int
+
+
+@dataclass
+class Err:
+    errno: int
+
+
+CONTINUE = object()   # let the call run natively
+ANSWERED = object()   # the handler has answered the notification itself
+
+
+@dataclass
+class Block:
+    """A call that cannot complete yet. `attempt` completes it when the world
+    allows (returns Ret/Err, doing its side effects) or returns None;
+    `timeout_ns` (finite) enables a FIRE, which `on_fire` answers."""
+    attempt: Callable[[], object]
+    timeout_ns: int | None = None
+    on_fire: Callable[[], object] | None = None
+    what: str = ""

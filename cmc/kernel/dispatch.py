@@ -1,0 +1,30 @@
+"""The dispatch table: which handler answers which notified system call. It is built
+from the handlers' `handles` marks in the modules below, imported here explicitly."""
+from __future__ import annotations
+
+from . import calls, fdcalls, sockopts, stream, waitcalls
+from .handler import unsupported
+from .syscalls_x86_64 import NR
+
+
+def _table(*modules) -> dict[int, object]:
+    table: dict[int, object] = {}
+    for module in modules:
+        for fn in vars(module).values():
+            for name in getattr(fn, "handles", ()):
+                if table.get(NR[name], fn) is not fn:
+                    raise AssertionError(f"two handlers for {name}")
+                table[NR[name]] = fn
+    return table
+
+
+HANDLERS = _table(calls, stream, fdcalls, sockopts, waitcalls)
+
+
+def dispatch(node, notif):
+    """Answer notification `notif` of `node` with its handler."""
+    handler = HANDLERS.get(notif.nr)
+    if handler is None:
+        return unsupported(node, notif.nr, notif.args)
+    node.current = notif
+    return handler(node, notif.args)

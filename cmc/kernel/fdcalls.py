@@ -1,0 +1,144 @@
+"""Emulated calls on a virtual descriptor as a descriptor: close, dup and dup2/dup3,
+fcntl, ioctl, fstat, and the file calls that fail on a socket; and the refusal to
+copy fds 3 and 193 (state written to a copy would escape cmc)."""
+from __future__ import annotations
+
+import errno
+import os
+import struct
+
+from .abi import (DURABLE_FD, FIONBIO, FIONREAD, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD,
+                  F_GETFL, F_SETFD, F_SETFL, O_NONBLOCK, SOCK_DGRAM, STATE_FD, S_IFSOCK,
+                  VFD_BASE)
+from .answer import CONTINUE, Err, Ret
+from .handler import fd_arg, handles, unsupported
+from .net import Sock
+from .sockets import close_vfd, get_sock, new_fd, with_sock
+from .syscalls_x86_64 import NR
+
+@handles("close")
+def sys_close(node, args):
+    return Ret(0) if close_vfd(node, fd_arg(args[0])) else Err(errno.EBADF)
+
+def _state_fd_copy(node, args):
+    """fcntl/dup on fd 3 or 193: a copy would let state writes escape cmc."""
+    fd = fd_arg(args[0])
+    if fd not in (STATE_FD, DURABLE_FD):
+        return None
+    if node.current.nr == NR["fcntl"] and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
+        return CONTINUE          # F_GETFL, F_SETFD...: native
+    return unsupported(node, node.current.nr, args,
+                       f"copies fd {fd}, where the node's {'durable ' if fd == 193 else ''}state "
+                       "is written; cmc takes state only as writes to fd 3 and 193 themselves")
+
+def refuse_state_copies(fn):
+    def wrapper(node, args):
+        verdict = _state_fd_copy(node, args)
+        return verdict if verdict is not None else fn(node, args)
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+@handles("fcntl")
+@refuse_state_copies
+@with_sock
+def sys_fcntl(node, sock, args):
+    fd, cmd, arg = fd_arg(args[0]), args[1] & 0xFFFFFFFF, args[2]
+    if cmd == F_GETFL:
+        return Ret(os.O_RDWR | (O_NONBLOCK if sock.nonblock else 0))
+    if cmd == F_SETFL:
+        sock.nonblock = bool(arg & O_NONBLOCK)
+        return Ret(0)
+    if cmd == F_GETFD:
+        return Ret(1 if fd in node.cloexec else 0)
+    if cmd == F_SETFD:
+        (node.cloexec.add if arg & 1 else node.cloexec.discard)(fd)
+        return Ret(0)
+    if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+        if arg & 0xFFFFFFFF >= node.nofile[0]:
+            return Err(errno.EINVAL)
+        return new_fd(node, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC,
+                      dup=True)
+    return unsupported(node, node.current.nr, args, "uses an fcntl command cmc does not emulate")
+
+@handles("ioctl")
+@with_sock
+def sys_ioctl(node, sock, args):
+    req = args[1] & 0xFFFFFFFF
+    if req == FIONBIO:
+        raw = node.read(args[2], 4)
+        if raw is None or len(raw) != 4:
+            return Err(errno.EFAULT)
+        sock.nonblock = struct.unpack("<i", raw)[0] != 0
+        return Ret(0)
+    if req == FIONREAD:
+        if sock.listening:
+            return Err(errno.EINVAL)
+        if sock.stype == SOCK_DGRAM:
+            n = len(sock.rqueue[0][1]) if sock.rqueue else 0
+        else:
+            n = len(sock.ep.rbuf) if sock.ep is not None else 0
+        return Ret(0) if node.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
+    return unsupported(node, node.current.nr, args, "uses an ioctl cmc does not emulate")
+
+def _stat_bytes(sock: Sock) -> bytes:
+    st = bytearray(144)
+    struct.pack_into("<Q", st, 8, sock.ino)                # st_ino
+    struct.pack_into("<I", st, 24, S_IFSOCK | 0o777)      # st_mode
+    struct.pack_into("<Q", st, 16, 1)                      # st_nlink
+    struct.pack_into("<q", st, 56, 4096)                   # st_blksize
+    return bytes(st)
+
+@handles("fstat")
+@with_sock
+def sys_fstat(node, sock, args):
+    return Ret(0) if node.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
+
+@handles("newfstatat")
+def sys_newfstatat(node, args):
+    sock = get_sock(node, fd_arg(args[0]))
+    if sock is None:
+        return Err(errno.EBADF)
+    path = node.read_cstr(args[1])
+    if path != b"":
+        return Err(errno.ENOTDIR)
+    return Ret(0) if node.write(args[2], _stat_bytes(sock)) else Err(errno.EFAULT)
+
+@handles("dup")
+@refuse_state_copies
+@with_sock
+def sys_dup(node, sock, args):
+    return new_fd(node, sock, dup=True)
+
+@handles("dup2", "dup3")
+@refuse_state_copies
+def sys_dup2(node, args):
+    old, new = fd_arg(args[0]), fd_arg(args[1])
+    sock = get_sock(node, old)
+    if sock is None:
+        return unsupported(node, node.current.nr, args,
+                           "moves a real descriptor onto a virtual descriptor number")
+    if new < VFD_BASE:
+        return unsupported(node, node.current.nr, args,
+                           "moves a virtual socket below descriptor 500")
+    if node.current.nr == NR["dup3"] and args[2] & ~0o2000000:
+        return Err(errno.EINVAL)
+    if new >= node.nofile[0]:
+        return Err(errno.EBADF)
+    if old == new:
+        return Err(errno.EINVAL) if node.current.nr == NR["dup3"] else Ret(new)
+    close_vfd(node, new)
+    sock.refs += 1
+    node.fds[new] = sock
+    if node.current.nr == NR["dup3"] and args[2] & 0o2000000:
+        node.cloexec.add(new)
+    return Ret(new)
+
+@handles("lseek", "pread64", "preadv", "preadv2")
+def sys_espipe(node, args):
+    return Err(errno.ESPIPE) if get_sock(node, fd_arg(args[0])) else Err(errno.EBADF)
+
+@handles("fsync", "fdatasync", "ftruncate", "fchdir", "getdents64", "flock")
+def sys_einval(node, args):
+    if get_sock(node, fd_arg(args[0])) is None:
+        return Err(errno.EBADF)
+    return Err(errno.ENOTDIR if node.current.nr in (NR["fchdir"], NR["getdents64"]) else errno.EINVAL)

@@ -1,0 +1,69 @@
+"""What every call handler uses: the `handles` mark that says which system calls a
+handler answers (dispatch.py builds the table from the marks), the error for a call
+cmc does not support, and reading a call's arguments out of the node's memory.
+
+A handler takes (node, args), with the notification being answered in
+`node.current`, and returns an answer (answer.py).
+"""
+from __future__ import annotations
+
+import struct
+
+from ..errors import TargetError
+from .abi import IOV_MAX
+from .syscalls_x86_64 import NAME
+
+
+def handles(*names: str):
+    """Mark a handler as the one for the system calls `names`."""
+    def mark(fn):
+        fn.handles = names
+        return fn
+    return mark
+
+
+def unsupported(node, nr: int, args, why: str = "is not supported on a virtual socket"):
+    name = NAME.get(nr, f"syscall {nr}")
+    shown = ", ".join(str(signed(a)) if i == 0 else hex(a) for i, a in enumerate(args[:3]))
+    raise TargetError(node.cluster.where(node) + f"called {name}({shown}, ...), which {why}")
+
+
+def signed(v: int) -> int:
+    """The low 32 bits of an argument as a C int."""
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def fd_arg(v: int) -> int:
+    return signed(v)
+
+
+def timespec(ns: int) -> bytes:
+    return struct.pack("<qq", ns // 10**9, ns % 10**9)
+
+
+def read_timespec(node, addr: int) -> int | None:
+    raw = node.read(addr, 16)
+    if raw is None or len(raw) != 16:
+        return None
+    sec, nsec = struct.unpack("<qq", raw)
+    if sec < 0 or not 0 <= nsec < 10**9:
+        return None
+    return sec * 10**9 + nsec
+
+
+def read_iovecs(node, addr: int, count: int) -> bytes | None:
+    if count > IOV_MAX:
+        return None
+    raw = node.read(addr, 16 * count)
+    if raw is None or len(raw) != 16 * count:
+        return None
+    out = b""
+    for i in range(count):
+        base, length = struct.unpack_from("<QQ", raw, 16 * i)
+        if length:
+            chunk = node.read(base, length)
+            if chunk is None:
+                return None
+            out += chunk
+    return out

@@ -1,0 +1,150 @@
+"""A node's virtual sockets: the descriptor table (numbers from VFD_BASE, below the
+node's emulated RLIMIT_NOFILE), what closing the last descriptor of a socket does,
+and readiness as poll/select/epoll report it."""
+from __future__ import annotations
+
+import errno
+import socket
+
+from ..errors import TargetError
+from . import dgram
+from .abi import (POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM,
+                  SOCK_DGRAM, VFD_BASE)
+from .answer import Err, Ret
+from .handler import fd_arg
+from .net import FIN, RST, Msg, Sock
+
+# Families that stay inside the node and run natively.
+NATIVE_FAMILIES = (socket.AF_UNIX, socket.AF_NETLINK)
+
+def get_sock(node, fd: int) -> Sock | None:
+    return node.fds.get(fd)
+
+def lowest_free(node, lowest: int = VFD_BASE) -> int | None:
+    """The lowest free virtual descriptor >= lowest, or None when it would not be
+    below the node's (emulated) RLIMIT_NOFILE (calls.py): Linux's EMFILE."""
+    fd = max(lowest, VFD_BASE)
+    while fd in node.fds:
+        fd += 1
+    soft = node.nofile[0]
+    if fd < soft:
+        return fd
+    if soft <= VFD_BASE:
+        raise TargetError(node.cluster.where(node) +
+                          f"lowered its RLIMIT_NOFILE to {soft}, below cmc's virtual "
+                          f"descriptors (numbered from {VFD_BASE}): it cannot be given a socket")
+    return None
+
+def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
+           dup: bool = False) -> Ret | Err:
+    """A new virtual descriptor for sock (with dup, one more reference to it), or EMFILE."""
+    fd = lowest_free(node, lowest)
+    if fd is None:
+        return Err(errno.EMFILE)
+    if dup:
+        sock.refs += 1
+    node.fds[fd] = sock
+    if cloexec:
+        node.cloexec.add(fd)
+    return Ret(fd)
+
+def with_sock(fn):
+    """Decorator: resolve args[0] to a virtual socket, EBADF when it is none."""
+    def wrapper(node, args):
+        sock = get_sock(node, fd_arg(args[0]))
+        if sock is None:
+            return Err(errno.EBADF)
+        return fn(node, sock, args)
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+def connect_outcome(sock: Sock, report: bool):
+    """The result of a connect once known (None while CONNECT is in flight)."""
+    conn = sock.conn
+    if conn.established:
+        if report:                    # the connect call itself learns it: once
+            sock.connecting = False
+        return Ret(0)
+    if conn.refused:
+        if report:
+            sock.connecting = False
+            conn.a.reset_reported = True
+        return Err(errno.ECONNREFUSED)
+    return None
+
+def release(node, sock: Sock) -> None:
+    """The last descriptor of a socket is gone."""
+    cluster = node.cluster
+    if sock.stype == SOCK_DGRAM:
+        dgram.release(node, sock)
+        return
+    cluster.net.forget(sock)
+    if sock.listening:
+        for conn in sock.backlog:
+            if conn.b is not None and not conn.b.accepted:
+                conn.b.closed = True
+                cluster.net.reset(conn)
+        sock.backlog.clear()
+        sock.listening = False
+    elif sock.conn is not None:
+        ep = sock.ep
+        if not ep.reset and not (sock.conn.refused):
+            if ep.rbuf or sock.linger_reset:
+                cluster.send(sock.conn, sock.side, Msg(RST))
+            elif not ep.shut_wr:
+                cluster.send(sock.conn, sock.side, Msg(FIN))
+        ep.shut_wr = True
+        ep.closed = True
+    cluster.net.collect()
+
+def close_vfd(node, fd: int) -> bool:
+    sock = node.fds.pop(fd, None)
+    node.cloexec.discard(fd)
+    if sock is None:
+        return False
+    forget_socket(node, fd)
+    sock.refs -= 1
+    if sock.refs == 0:
+        release(node, sock)
+    return True
+
+def ready_token(sock: Sock) -> tuple:
+    """Changes whenever something arrives for the socket: EPOLLET reports again only then."""
+    ep = sock.ep
+    if ep is None:
+        return (sock.arrivals,)
+    return (sock.arrivals, sock.conn.established, sock.conn.refused, ep.arrivals, ep.eof,
+            ep.reset)
+
+def readiness(sock: Sock) -> int:
+    if sock.stype == SOCK_DGRAM:
+        return POLLOUT | POLLWRNORM | (POLLIN | POLLRDNORM if sock.rqueue else 0) | \
+            (POLLERR if sock.error else 0)
+    if sock.listening:
+        return POLLIN if any(c.b is not None and not c.b.closed for c in sock.backlog) else 0
+    if sock.conn is None:
+        return POLLOUT | POLLHUP
+    if sock.connecting:
+        outcome = connect_outcome(sock, report=False)
+        if outcome is None:
+            return 0
+        if isinstance(outcome, Err):      # refused: closed both ways, as on Linux
+            return POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLRDHUP
+    ep = sock.ep
+    if ep.reset:
+        return POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLRDHUP
+    ev = POLLOUT | POLLWRNORM          # Linux's tcp_poll: writable, also after SHUT_WR
+    if ep.rbuf:
+        ev |= POLLIN | POLLRDNORM
+    if ep.eof or sock.shut_rd:
+        ev |= POLLIN | POLLRDNORM | POLLRDHUP
+    if (ep.eof or sock.shut_rd) and ep.shut_wr:
+        ev |= POLLHUP
+    return ev
+
+
+def forget_socket(node, fd: int) -> None:
+    """A virtual descriptor was closed: it leaves every epoll set (as on Linux when
+    the last reference goes; cmc drops the registration of that number)."""
+    for regs in node.epolls.values():
+        regs.pop(fd, None)

@@ -1,0 +1,417 @@
+"""Emulated calls on virtual sockets that make and use connections: socket, bind,
+listen, accept, connect, the send and receive families and shutdown, with Linux's
+errno rules (UDP's halves are in dgram.py).
+
+The data path and readiness are decided here, because that is where the
+interleavings live: a call that cannot complete returns a Block whose `attempt`
+is retried whenever the environment acts.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import struct
+
+from . import dgram, sockaddr
+from .abi import (MSG_DONTWAIT, MSG_NOSIGNAL, MSG_PEEK, MSG_TRUNC, MSG_WAITALL,
+                  SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM, SO_RCVTIMEO)
+from .answer import CONTINUE, Block, Err, Ret
+from .handler import fd_arg, handles, read_iovecs, unsupported
+from .net import DATA, FIN, Msg, Sock, sock_timeout
+from .sockets import (NATIVE_FAMILIES, connect_outcome, get_sock, lowest_free, new_fd,
+                      with_sock)
+from .syscalls_x86_64 import NR
+
+MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, controllen, flags
+
+
+@handles("socket")
+def sys_socket(node, args):
+    family, stype, proto = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF
+    if family in NATIVE_FAMILIES:
+        return CONTINUE      # local to the node: AF_UNIX, netlink
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        return unsupported(node, node.current.nr, args,
+                           "asks for a socket family cmc does not emulate (only AF_INET and "
+                           "AF_INET6 are virtual; AF_UNIX and AF_NETLINK run natively), and "
+                           "nothing may reach the host's network")
+    base = stype & 0xF
+    if stype & ~(0xF | SOCK_NONBLOCK | SOCK_CLOEXEC):
+        return Err(errno.EINVAL)
+    if base not in (SOCK_STREAM, SOCK_DGRAM):
+        return unsupported(node, node.current.nr, args,
+                           "asks for a socket type cmc does not emulate (TCP streams and UDP "
+                           "datagrams are)")
+    if (base == SOCK_STREAM and proto not in (0, 6)) or (base == SOCK_DGRAM and proto not in (0, 17)):
+        return Err(errno.EPROTONOSUPPORT)
+    node.next_ino += 1
+    sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK), ino=node.next_ino)
+    return new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC))
+
+@handles("bind")
+@with_sock
+def sys_bind(node, sock, args):
+    parsed = read_addr(node, sock, args[1], args[2])
+    if isinstance(parsed, Err):
+        return parsed
+    if sock.local is not None:
+        return Err(errno.EINVAL)
+    ip, port = parsed
+    if port == 0:
+        port = node.cluster.ephemeral_port(node)
+    addr = (ip, port)
+    if sock.stype == SOCK_DGRAM:
+        return dgram.bind(node, sock, addr)
+    net = node.cluster.net
+    if net.tcp_conflict(sock, addr, listening=False):
+        return Err(errno.EADDRINUSE)
+    sock.local = addr
+    net.tcp.append((node.index, sock))
+    return Ret(0)
+
+def read_addr(node, sock: Sock, ptr: int, length: int):
+    """The address a bind/connect/sendto names, checked against the socket's family
+    as Linux does; an Err when it does not fit."""
+    raw = node.read(ptr, min(length, 128)) if ptr and length >= 2 else None
+    if raw is None:
+        return Err(errno.EFAULT if ptr else errno.EINVAL)
+    family = struct.unpack_from("<H", raw)[0]
+    if sock.family == socket.AF_INET and family != socket.AF_INET:
+        return Err(errno.EAFNOSUPPORT)
+    if sock.family == socket.AF_INET6 and (family != socket.AF_INET6 or length < 24):
+        return Err(errno.EINVAL)
+    parsed = sockaddr.parse(raw)
+    return Err(errno.EINVAL) if parsed is None else parsed[1]
+
+@handles("listen")
+@with_sock
+def sys_listen(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        return Err(errno.EOPNOTSUPP)
+    if sock.conn is not None:
+        return Err(errno.EINVAL)
+    net = node.cluster.net
+    if sock.local is None:
+        sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::",
+                      node.cluster.ephemeral_port(node))
+        net.tcp.append((node.index, sock))
+    if not sock.listening:
+        if net.tcp_conflict(sock, sock.local, listening=True):
+            return Err(errno.EADDRINUSE)
+        sock.listening = True
+    return Ret(0)
+
+@handles("getsockname")
+@with_sock
+def sys_getsockname(node, sock, args):
+    local = sock.local or ("0.0.0.0" if sock.family == socket.AF_INET else "::", 0)
+    return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
+
+@handles("getpeername")
+@with_sock
+def sys_getpeername(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        if sock.peer is None:
+            return Err(errno.ENOTCONN)
+        ok = sockaddr.write(node, args[1], args[2], sock.family, sock.peer)
+        return Ret(0) if ok else Err(errno.EFAULT)
+    if sock.conn is None or not sock.conn.established:
+        return Err(errno.ENOTCONN)
+    peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
+    return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, peer) else Err(errno.EFAULT)
+
+@handles("accept", "accept4")
+@with_sock
+def sys_accept(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        return Err(errno.EOPNOTSUPP)
+    flags = args[3] & 0xFFFFFFFF if node.current.nr == NR["accept4"] else 0
+    if not sock.listening or flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC):
+        return Err(errno.EINVAL)
+
+    def attempt():
+        if sock.backlog and lowest_free(node) is None:
+            return Err(errno.EMFILE)        # the connection stays queued, as on Linux
+        while sock.backlog:
+            conn = sock.backlog.popleft()
+            if conn.b is None or conn.b.closed:
+                continue
+            conn.b.accepted = True
+            node.next_ino += 1
+            new = Sock(sock.family, SOCK_STREAM, nonblock=bool(flags & SOCK_NONBLOCK),
+                       local=conn.dst, conn=conn, side=1, ino=node.next_ino)
+            if not sockaddr.write(node, args[1], args[2], sock.family, conn.a.addr):
+                return Err(errno.EFAULT)
+            return new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC))
+        return Err(errno.EAGAIN) if sock.nonblock else None
+    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "accept")
+
+@handles("connect")
+@with_sock
+def sys_connect(node, sock, args):
+    if sock.stype == SOCK_DGRAM:
+        return dgram.connect(node, sock, args[1], args[2])
+    if sock.conn is not None:
+        if sock.connecting:           # a non-blocking connect asked again (Linux)
+            outcome = connect_outcome(sock, report=True)
+            return Err(errno.EALREADY) if outcome is None else outcome
+        return Err(errno.EISCONN)
+    parsed = read_addr(node, sock, args[1], args[2])
+    if isinstance(parsed, Err):
+        return parsed
+    if sock.listening:
+        return Err(errno.EINVAL)
+    dst = parsed
+    if dst[0] in ("0.0.0.0", "::"):
+        dst = ("127.0.0.1" if dst[0] == "0.0.0.0" else "::1", dst[1])
+    if sock.local is None:
+        sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", node.cluster.ephemeral_port(node))
+        node.cluster.net.tcp.append((node.index, sock))
+    sock.conn = node.cluster.net.connect(node.index, sock.local, dst)
+    sock.side = 0
+    sock.connecting = True
+    if sock.nonblock:
+        return Err(errno.EINPROGRESS)
+
+    def attempt():
+        return connect_outcome(sock, report=True)
+    return Block(attempt, None, None, "connect")
+
+def _pipe_error(node, flags: int):
+    if not flags & MSG_NOSIGNAL and not _sigpipe_ignored(node):
+        try:
+            os.kill(node.pid, signal.SIGPIPE)
+        except ProcessLookupError:
+            pass
+    return Err(errno.EPIPE)
+
+def _sigpipe_ignored(node) -> bool:
+    try:
+        with open(f"/proc/{node.current.pid}/status") as f:
+            for line in f:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGPIPE - 1)))
+    except OSError:
+        pass
+    return False
+
+def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str, dst=None):
+    data = node.read(buf, length)
+    if data is None:
+        return Err(errno.EFAULT)
+    return sock_send_bytes(node, fd, data, flags, what, dst)
+
+def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str, dst=None):
+    sock = get_sock(node, fd)
+    if sock is None:
+        return Err(errno.EBADF)
+    if sock.stype == SOCK_DGRAM:
+        return dgram.send(node, sock, data, dst)
+    if sock.conn is None:
+        return Err(errno.ENOTCONN)
+    if sock.connecting:
+        outcome = connect_outcome(sock, report=False)
+        if outcome is None:
+            if sock.nonblock or flags & MSG_DONTWAIT:
+                return Err(errno.EAGAIN)
+            return Block(lambda: _send_when_connected(node, sock, data, flags), None, None, what)
+        if isinstance(outcome, Err):
+            return Err(errno.ECONNREFUSED)
+    return _send_now(node, sock, data, flags)
+
+def _send_when_connected(node, sock, data, flags):
+    outcome = connect_outcome(sock, report=False)
+    if outcome is None:
+        return None
+    if isinstance(outcome, Err):
+        return outcome
+    return _send_now(node, sock, data, flags)
+
+def _send_now(node, sock: Sock, data: bytes, flags: int):
+    ep = sock.ep
+    if ep.reset:
+        if not ep.reset_reported:
+            ep.reset_reported = True
+            return Err(errno.ECONNRESET)
+        return _pipe_error(node, flags)
+    if ep.shut_wr:
+        return _pipe_error(node, flags)
+    if not data:
+        return Ret(0)
+    node.moved = data
+    node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
+    return Ret(len(data))
+
+@handles("sendto")
+def sys_sendto(node, args):
+    dst = None
+    sock = get_sock(node, fd_arg(args[0]))
+    if args[4] and sock is not None and sock.stype == SOCK_DGRAM:   # a stream ignores it
+        dst = read_addr(node, sock, args[4], args[5])
+        if isinstance(dst, Err):
+            return dst
+    return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
+
+@handles("sendmsg")
+def sys_sendmsg(node, args):
+    raw = node.read(args[1], MSGHDR.size)
+    if raw is None or len(raw) != MSGHDR.size:
+        return Err(errno.EFAULT)
+    name, namelen, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    if iovlen > 1024:
+        return Err(errno.EINVAL)
+    data = read_iovecs(node, iov, iovlen)
+    if data is None:
+        return Err(errno.EFAULT)
+    dst = None
+    sock = get_sock(node, fd_arg(args[0]))
+    if name and sock is not None and sock.stype == SOCK_DGRAM:
+        dst = read_addr(node, sock, name, namelen)
+        if isinstance(dst, Err):
+            return dst
+    return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg", dst)
+
+def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
+              write_src=lambda src: None):
+    """deliver(bytes) writes the bytes where the call wants them and returns
+    an error result or None; write_src(addr) likewise for the sender's address."""
+    sock = get_sock(node, fd)
+    if sock is None:
+        return Err(errno.EBADF)
+    if sock.stype == SOCK_DGRAM:
+        return dgram.recv(node, sock, length, flags, deliver, write_src)
+    if sock.conn is None:
+        return Err(errno.ENOTCONN)
+
+    def attempt():
+        if sock.connecting:
+            outcome = connect_outcome(sock, report=False)
+            if outcome is None:
+                return Err(errno.EAGAIN) if sock.nonblock or flags & MSG_DONTWAIT else None
+            if isinstance(outcome, Err):
+                return Err(errno.ECONNREFUSED)
+        ep = sock.ep
+        want = length if flags & MSG_WAITALL else 1
+        if ep.rbuf and (len(ep.rbuf) >= min(want, length) or ep.eof or ep.reset) or \
+                (length == 0 and (ep.rbuf or ep.eof)):
+            data = bytes(ep.rbuf[:length])
+            node.moved = data
+            if not flags & MSG_PEEK:
+                del ep.rbuf[:length]
+            bad = deliver(data)
+            return bad if bad is not None else Ret(len(data))
+        if ep.reset:
+            if not ep.reset_reported:
+                ep.reset_reported = True
+                return Err(errno.ECONNRESET)
+            return Ret(0)
+        if ep.eof or sock.shut_rd:
+            return Ret(0)
+        if sock.nonblock or flags & MSG_DONTWAIT:
+            return Err(errno.EAGAIN)
+        return None
+    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), what)
+
+def _to_buffer(node, buf: int):
+    return lambda data, truncated=False: None if node.write(buf, data) else Err(errno.EFAULT)
+
+def _to_iovecs(node, iov: int, count: int):
+    def deliver(data: bytes, truncated: bool = False):
+        raw = node.read(iov, 16 * count)
+        if raw is None:
+            return Err(errno.EFAULT)
+        pos = 0
+        for i in range(count):
+            base, length = struct.unpack_from("<QQ", raw, 16 * i)
+            chunk = data[pos:pos + length]
+            if chunk and not node.write(base, chunk):
+                return Err(errno.EFAULT)
+            pos += len(chunk)
+            if pos >= len(data):
+                break
+        return None
+    return deliver
+
+def _iov_total(node, iov: int, count: int) -> int | None:
+    raw = node.read(iov, 16 * count) if count <= 1024 else None
+    if raw is None:
+        return None
+    return sum(struct.unpack_from("<QQ", raw, 16 * i)[1] for i in range(count))
+
+@handles("read")
+def sys_read(node, args):
+    return sock_recv(node, fd_arg(args[0]), args[2], 0, _to_buffer(node, args[1]), "read")
+
+@handles("readv")
+def sys_readv(node, args):
+    if args[2] > 1024:
+        return Err(errno.EINVAL)
+    total = _iov_total(node, args[1], args[2])
+    if total is None:
+        return Err(errno.EFAULT)
+    return sock_recv(node, fd_arg(args[0]), total, 0, _to_iovecs(node, args[1], args[2]), "readv")
+
+@handles("recvfrom")
+def sys_recvfrom(node, args):
+    fd = fd_arg(args[0])
+    sock = get_sock(node, fd)
+    to_buf = _to_buffer(node, args[1])
+
+    def write_src(src):
+        if args[4] and not sockaddr.write(node, args[4], args[5], sock.family, src):
+            return Err(errno.EFAULT)
+        return None
+
+    def deliver(data, truncated=False):
+        bad = to_buf(data)
+        if bad is None and sock.stype == SOCK_STREAM:
+            bad = write_src(sock.conn.a.addr if sock.side == 1 else sock.conn.dst)
+        return bad
+    return sock_recv(node, fd, args[2], args[3], deliver, "recvfrom", write_src)
+
+@handles("recvmsg")
+def sys_recvmsg(node, args):
+    raw = node.read(args[1], MSGHDR.size)
+    if raw is None or len(raw) != MSGHDR.size:
+        return Err(errno.EFAULT)
+    name, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
+    total = _iov_total(node, iov, iovlen)
+    if total is None:
+        return Err(errno.EFAULT)
+    to_iov = _to_iovecs(node, iov, iovlen)
+    sock = get_sock(node, fd_arg(args[0]))
+
+    def write_src(src):
+        if name:
+            data = sockaddr.pack(sock.family, src)
+            node.write(name, data)
+            node.write(args[1] + 8, struct.pack("<I", len(data)))
+        return None
+
+    def deliver(data, truncated=False):
+        bad = to_iov(data)
+        # no address (streams), no control data; MSG_TRUNC for a cut datagram
+        if sock.stype == SOCK_STREAM:
+            node.write(args[1] + 8, struct.pack("<I", 0))
+        node.write(args[1] + 40, struct.pack("<Q", 0))
+        node.write(args[1] + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
+        return bad
+    return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
+
+@handles("shutdown")
+@with_sock
+def sys_shutdown(node, sock, args):
+    how = args[1] & 0xFFFFFFFF
+    if how not in (0, 1, 2):
+        return Err(errno.EINVAL)
+    if sock.conn is None or not sock.conn.established:
+        return Err(errno.ENOTCONN)
+    if how in (0, 2):
+        sock.shut_rd = True
+    ep = sock.ep
+    if how in (1, 2) and not ep.shut_wr and not ep.reset:
+        ep.shut_wr = True
+        node.cluster.send(sock.conn, sock.side, Msg(FIN))
+    return Ret(0)
