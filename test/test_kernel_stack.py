@@ -1,0 +1,54 @@
+"""The kernel is a one-way stack (issue 12): abi/_native/filter -> net -> node -> the
+call handlers -> dispatch -> cluster, with no import inside a function, no cycle,
+and no module of cmc/ over 600 lines (STYLE.md: a file past that is two ideas)."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+KERNEL = ROOT / "cmc" / "kernel"
+HANDLER_MODULES = {"calls", "stream", "dgram", "fdcalls", "sockopts", "waitcalls", "sockets"}
+
+spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+import_graph = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(import_graph)
+
+
+def kernel_graph() -> dict[str, set[str]]:
+    g = import_graph.graph()
+    return {m.removeprefix("cmc.kernel."): {d.removeprefix("cmc.kernel.") for d in deps
+                                            if d.startswith("cmc.kernel.") and d in g}
+            for m, deps in g.items() if m.startswith("cmc.kernel.")}
+
+
+def test_no_import_inside_a_function_in_the_kernel():
+    found = []
+    for path in sorted(KERNEL.glob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found += [f"{path.name}:{n.lineno}" for n in ast.walk(fn)
+                          if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert found == []
+
+
+def test_the_kernel_has_no_import_cycle():
+    g = kernel_graph()
+    order = import_graph.layered(g)          # each module imports only those before it
+    assert sorted(order) == sorted(g)
+    assert order[-1] == "cluster"
+
+
+def test_handlers_and_nodes_do_not_reach_up():
+    g = kernel_graph()
+    assert g["node"] & (HANDLER_MODULES | {"dispatch", "cluster", "fork"}) == set()
+    for m in HANDLER_MODULES:
+        assert g[m] & {"node", "dispatch", "cluster", "fork"} == set(), m
+
+
+def test_no_module_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "cmc").rglob("*.py")
+            if p.name != "syscalls_x86_64.py"          # generated
+            and (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}
