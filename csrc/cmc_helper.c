@@ -367,7 +367,7 @@ int cmc_exec_continue(int listener, uint64_t id, int pid,
     sigaddset(&chld, SIGCHLD);
     pthread_sigmask(SIG_BLOCK, &chld, &old);
     int r;
-    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC)) { r = -errno; goto out; }
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) { r = -errno; goto out; }
     r = cmc_respond(listener, id, 0, 0, 1);
     if (r) { interrupt_and_detach(pid); goto out; }
     for (int waited_ms = 0;;) {
@@ -472,7 +472,10 @@ int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int 
     struct user_regs_struct saved, r;
     int st, e, child = 0;
     long res;
-    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEFORK)) {
+    /* EXITKILL: should cmc die while it holds them, the node and its copy die too.
+     * The copy is traced from its birth (TRACEFORK passes the options on), so there
+     * is no moment before its own PR_SET_PDEATHSIG at which it could outlive cmc. */
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEFORK | PTRACE_O_EXITKILL)) {
         e = -errno;
         goto out;
     }

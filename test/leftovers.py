@@ -29,9 +29,10 @@ STATUS = {"exit": 0, "error": 3, "Ctrl-C": 130, "SIGTERM": 130, "SIGKILL": -9,
           "SIGKILL of a worker": 3}
 
 
-def _model(tmp: pathlib.Path) -> pathlib.Path:
+def _model(tmp: pathlib.Path, long: bool = False) -> pathlib.Path:
     """models/durlog.model with the durlog binary copied into tmp (and no witness:
-    the runs here end early)."""
+    the runs here end early); `long`: with a crash budget of 3, a search that runs
+    for minutes, long enough to be caught in the middle on a loaded machine."""
     binary = tmp / "bin" / "durlog"
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "demo" / "build" / "durlog", binary)
@@ -39,7 +40,9 @@ def _model(tmp: pathlib.Path) -> pathlib.Path:
     text = text.replace('param bin = "../demo/build/durlog"', f'param bin = "{binary}"')
     text = text.replace('build "make -C ../demo"', "")
     text = text.replace("witness something_acked: len(replies) > 0", "")    # runs end early
-    path = tmp / "durlog.model"
+    if long:
+        text = text.replace("budget crash 1", "budget crash 3")
+    path = tmp / ("durlog-long.model" if long else "durlog.model")
     path.write_text(text)
     return path
 
@@ -86,7 +89,7 @@ def cmc(tmp: pathlib.Path, *args, **kw) -> subprocess.Popen:
 def run_and_end(tmp: pathlib.Path, mode: str, death: str) -> dict:
     (tmp / "scratch").mkdir(exist_ok=True)
     model = _model(tmp)
-    args = ["--model-file", model, *MODES[mode]]
+    args = ["--model-file", _model(tmp, long=death not in ("exit", "error")), *MODES[mode]]
     if death == "exit":
         args += ["--max-depth", "6"]
     elif death == "error":
