@@ -1,4 +1,10 @@
-"""The seam: a model file's cluster of real processes, as a Model for the engine.
+"""The seam: the one place that translates between the rooms.
+
+- `cluster_spec`: the language's model -> the kernel's ClusterSpec (what to launch,
+  the budgets, how a reply line becomes a record).
+- `engine_properties`: the language's properties -> the engine's Property checks; an
+  evaluation error becomes a PropertyEvaluationError that carries the world(s).
+- `ClusterModel`: a model file's cluster of real processes, as a Model for the engine.
 
 Every `fresh()` launches every node again in fresh working directories (SPEC §2:
 a fresh, empty working directory per replay). The adapter keeps every system it
@@ -12,9 +18,53 @@ from __future__ import annotations
 
 import os
 
-from .engine.model import CopyFailed
-from .kernel.cluster import Cluster, ClusterSpec
+from .engine.model import CopyFailed, Property
+from .errors import ModelError
+from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec
 from .kernel.fork import ForkFailed, NotForkable
+from .lang import EvaluationError, check_property, reply_record
+
+
+def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
+    """What the kernel launches for `model`, with the run's channel cap and watchdog."""
+    def record(client, node, index, req, raw):
+        return reply_record(model.reply, client, node, index, req, raw)
+    return ClusterSpec(
+        nodes=tuple(NodeSpec(n.name, tuple(n.argv)) for n in model.nodes),
+        clients=tuple(ClientSpec(c.name, c.host, c.port, tuple(c.requests)) for c in model.clients),
+        budgets=dict(model.budgets),
+        reply_record=record,
+        params=dict(model.params),
+        network=model.network,
+        channel_cap=channel_cap,
+        watchdog_s=watchdog_s,
+    )
+
+
+class PropertyEvaluationError(ModelError):
+    """A property could not be evaluated in a world the search reached (SPEC §8): a
+    type error the file's static checks cannot see, such as a field a node's state
+    does not have. Raised while the engine checks the property; a model error (exit 2).
+    It carries the language's located error and the world it was evaluated in (`view`;
+    for an action property also the world after, `next_view`), which the command line
+    prints after the message. The user fixes the property (or the program's state)."""
+
+    def __init__(self, err: ModelError, view: dict, next_view: dict | None):
+        super().__init__(err.message, err.file, err.line, err.col, err.source_line)
+        self.view = view
+        self.next_view = next_view
+
+
+def engine_properties(model) -> list[Property]:
+    """The model's properties as the engine checks them, on the kernel's world views."""
+    def checker(p):
+        def check(view, next_view):
+            try:
+                return check_property(p, view, next_view)
+            except EvaluationError as err:
+                raise PropertyEvaluationError(err, view, next_view) from None
+        return check
+    return [Property(p.kind, p.name, checker(p)) for p in model.properties]
 
 
 class _Tracked:

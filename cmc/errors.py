@@ -1,26 +1,50 @@
-"""One hierarchy of errors, each mapped to one exit status by cli.py (SPEC §6).
+"""One hierarchy of the errors cmc reports to a person (SPEC §6).
 
-- ModelError: the user's model file or command line is wrong (exit 2). Carries a
-  location so it renders as ``FILE:LINE:COL: message`` with the line and a caret.
-- TargetError: the program under check misbehaved or asked for something cmc does
-  not support (exit 3). Names the node, the step and the call.
-- EngineError: a limit or cap was exceeded, or the replay diverged (exit 3).
-- UnsupportedMachine: this machine cannot run cmc (exit 4).
+Each class says, as class attributes, what a run that raises it ends with:
+`exit_status` (the process's status) and `kind` (the JSON report's `error.kind`,
+docs/cmc.md). cli.py takes both from the error it catches; nothing else maps a class
+or a status to a kind.
 
-Any other exception is a bug in cmc itself, and shows its traceback.
+| class              | kind      | exit | what went wrong                                |
+|--------------------|-----------|------|------------------------------------------------|
+| UsageError         | "usage"   | 2    | the command line, or a trace given to --replay |
+| ModelError         | "model"   | 2    | the model file, a -D value, the build          |
+| TargetError        | "target"  | 3    | the program under check misbehaved             |
+| EngineError        | "engine"  | 3    | a cap or limit, or a replay that diverged      |
+| UnsupportedMachine | "machine" | 4    | this machine cannot run cmc                    |
+
+(An interrupted run, 130, is no error of these: cli.py reports it itself.) Any other
+exception is a bug in cmc, and shows its traceback.
 """
 from __future__ import annotations
 
 
 class CmcError(Exception):
-    """Base of every error cmc reports to a person."""
+    """Base of every error cmc reports to a person; only its subclasses are raised,
+    and each sets `kind` and `exit_status`."""
 
-    exit_status = 3
+    kind: str
+    exit_status: int
+
+
+class UsageError(CmcError):
+    """The command line is wrong: an unknown or ill-formed option, options that do not
+    go together, a `-D` without `=`, or a trace for `--replay` that cannot be read or
+    does not belong to the model. Raised before the search starts; the message names
+    the option. The user fixes the command line (`cmc --help`, docs/cmc.md)."""
+
+    kind = "usage"
+    exit_status = 2
 
 
 class ModelError(CmcError):
-    """The model file (or a -D value) is wrong: syntax, unknown name, type error."""
+    """The model file (or a `-D` value) is wrong: syntax, an unknown name, a type error,
+    a build command that fails, a binary that is not there, a property that cannot be
+    evaluated in a world. Raised by the language while loading, or during the search.
+    Carries a location so it renders as ``FILE:LINE:COL: message`` with the line and a
+    caret; the user fixes the file there (docs/errors.md lists every message)."""
 
+    kind = "model"
     exit_status = 2
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None,
@@ -48,27 +72,33 @@ class ModelError(CmcError):
         return self.render()
 
 
-class UsageError(CmcError):
-    """The command line is wrong (exit 2)."""
-
-    exit_status = 2
-
-
 class TargetError(CmcError):
-    """The program under check misbehaved (exit 3): died outside a CRASH, ran past the
-    watchdog, wrote invalid JSON on fd 3/193, or made an unsupported call."""
+    """The program under check misbehaved: it died outside a CRASH action, ran past the
+    watchdog, wrote invalid JSON on fd 3/193, or made a call cmc does not support.
+    Raised by the kernel during a step; the message names the node, the step and the
+    call. It is a finding about the program: the user fixes the program, or keeps it
+    within docs/target-contract.md."""
 
+    kind = "target"
     exit_status = 3
 
 
 class EngineError(CmcError):
-    """A cap or limit was exceeded, or a replay diverged (nondeterminism) (exit 3)."""
+    """The search cannot go on faithfully: a cap was exceeded (`--max-states`,
+    `--channel-cap`), a world could not be copied, or a replay diverged from the world
+    it was meant to reach (the program, or cmc, is not deterministic). Raised by the
+    engine or the kernel; the message says which, and the user raises the cap, lowers
+    the budgets, or makes the program deterministic (docs/errors.md)."""
 
+    kind = "engine"
     exit_status = 3
 
 
 class UnsupportedMachine(CmcError):
-    """This machine cannot run cmc: not Linux x86_64, or no seccomp user notification."""
+    """This machine cannot run cmc: not Linux on x86_64, or a kernel without seccomp
+    user notification. Raised before the search starts, or when the first node cannot
+    start under the filter; the user runs cmc on a machine that meets README.md's
+    requirements."""
 
+    kind = "machine"
     exit_status = 4
-

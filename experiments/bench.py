@@ -28,9 +28,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cmc.adapter import ClusterModel               # noqa: E402
-from cmc.cli import (Run, cluster_spec, engine_properties, make_search, parse_args,  # noqa: E402
-                     pin_cpu)
+from cmc.adapter import ClusterModel, engine_properties    # noqa: E402
+from cmc.check import Run, make_search, pin_cpu, spec_for   # noqa: E402
+from cmc.cli import parse_args                               # noqa: E402
 from cmc.engine.model import NullReporter           # noqa: E402
 from cmc.kernel.node import COUNTERS                 # noqa: E402
 from cmc.lang import load_model                      # noqa: E402
@@ -63,7 +63,7 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -
     args = parse_args(argv)
     model = load_model(path, {})
     scratch = Scratch()                 # where cmc itself would work
-    system = ClusterModel(cluster_spec(model, args), scratch.path, many=fast)
+    system = ClusterModel(spec_for(model, args), scratch.path, many=fast)
     before = dict(COUNTERS)
     affinity = os.sched_getaffinity(0)
     t0 = time.perf_counter()

@@ -16,17 +16,21 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # A unit is a room (every module under cmc/ROOM/) or a top-level module ("cmc" is the
 # package's __init__: the version). Each may import the units named here, or exactly
-# the modules named here. Imports flow one way: cli -> (adapter, engine, lang, kernel,
-# report); the adapter is the one seam between the engine and the kernel; the engine,
-# the language and the kernel import only themselves and the error hierarchy.
+# the modules named here. Imports flow one way: cli -> check -> (adapter, engine, lang,
+# report); the adapter is the one seam, the only translator between the rooms (the
+# language's model to the kernel's cluster spec and the engine's properties); the
+# engine, the language and the kernel import only themselves and the error hierarchy.
 MAY_IMPORT = {
     "cmc": set(),
     "cmc.__main__": {"cmc.cli"},
-    "cmc.cli": {"cmc", "cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.kernel",
-                "cmc.report", "cmc.scratch"},
+    # argparse and exit statuses; a property's evaluation error shows its world(s)
+    "cmc.cli": {"cmc", "cmc.errors", "cmc.check", "cmc.adapter", "cmc.report"},
+    # one run, wired: load, search or replay, report
+    "cmc.check": {"cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
+                  "cmc.scratch"},
     "cmc.errors": set(),
-    "cmc.scratch": {"cmc.errors"},      # the run's scratch directory, for the cli
-    "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.kernel"},
+    "cmc.scratch": {"cmc.errors"},      # the run's scratch directory, for check
+    "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.kernel", "cmc.lang"},
     "cmc.engine": {"cmc.engine", "cmc.errors"},
     "cmc.lang": {"cmc.lang", "cmc.errors"},
     "cmc.kernel": {"cmc.kernel", "cmc.errors"},
@@ -154,6 +158,7 @@ def test_the_check_sees_the_imports_it_allows():
             for p in (ROOT / "cmc").rglob("*.py") for _, m in imports_of(ROOT, p)}
     for edge in [("cmc.kernel", "cmc.kernel._cmc_helper"), ("cmc.report", "cmc.engine.model"),
                  ("cmc.report", "cmc"), ("cmc.adapter", "cmc.kernel.cluster"),
+                 ("cmc.adapter", "cmc.lang"), ("cmc.check", "cmc.adapter"),
                  ("cmc.kernel", "cmc.errors"), ("cmc.lang", "lark"), ("cmc.kernel", "xxhash")]:
         assert edge in seen, edge
 

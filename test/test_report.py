@@ -241,13 +241,14 @@ DURLOG_BUG = ['DELIVER primary -> backup CONNECT', 'DELIVER alice -> primary CON
 def durlog_bug_report(workdir: str) -> dict:
     """Run durlog-bug's counterexample on the real program, collecting each step's
     world and each node's calls and output, as `cmc --replay` does."""
-    from cmc.cli import cluster_spec, parse_args
+    from cmc.check import spec_for
+    from cmc.cli import parse_args
     from cmc.kernel.cluster import Cluster
     from cmc.lang import load_model
     model_file, params = str(MODELS / "durlog.model"), {"bin": "../demo/build/durlog-bug"}
     model = load_model(model_file, params)
     args = parse_args(["--model-file", model_file, "-D", "bin=../demo/build/durlog-bug"])
-    cluster = Cluster(cluster_spec(model, args), workdir)
+    cluster = Cluster(spec_for(model, args), workdir)
     cluster.recording = True
     try:
         cluster.launch()

@@ -38,7 +38,7 @@ RATE_WINDOW = 5.0           # seconds of history the states/s figure averages ov
 
 def make_reporter(stream=None) -> TlcReporter:
     """The reporter for `stream` (default: sys.stdout): a LiveReporter when it is a
-    terminal (and TERM is not "dumb"), else the plain TlcReporter (CI). cli.py's
+    terminal (and TERM is not "dumb"), else the plain TlcReporter (CI). check.py's
     `make_reporter()` is `return make_reporter(sys.stdout)`."""
     stream = stream or sys.stdout
     isatty = getattr(stream, "isatty", None)

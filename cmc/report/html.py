@@ -118,7 +118,7 @@ def write_html(path: str, report: dict) -> None:
     HTML file. After a search, the behavior's steps have no output: replay its keys
     with recording on to collect it, then build the dict with `report_from_trace`:
 
-        model_ = ClusterModel(cluster_spec(model, args), workroot, recording=True)
+        model_ = ClusterModel(spec_for(model, args), workroot, recording=True)
         system, steps = replay(model_, [s.key for s in outcome.trace[1:]], None,
                                collect=True, observe=lambda s: s.drain())
         system.close()

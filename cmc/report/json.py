@@ -14,15 +14,14 @@ from .tlc import KIND_WORDING, collision_probability
 
 SCHEMA_VERSION = 1
 
-_ERROR_KINDS = {2: "model", 3: "engine", 4: "machine", 130: "interrupted"}
-
 
 def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=None,
            error: str | None = None, error_kind: str | None = None,
            trace_file: str | None = None, seed: int | None = None,
            walks: int | None = None, live_steps: int | None = None) -> dict:
     """The report as plain data. `outcome` is the engine's Outcome (None when the
-    run ended in an error before a verdict)."""
+    run ended in an error before a verdict: then `error` is its message and
+    `error_kind` its kind, the error's `kind` or "interrupted")."""
     data = {
         "cmc_report": SCHEMA_VERSION,
         "cmc_version": __version__,
@@ -51,8 +50,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         data["simulation"] = {"seed": seed, "walks": walks, "failing_walk": None,
                               "failing_walk_seed": None}
     if outcome is None:
-        data["error"] = {"kind": error_kind or _ERROR_KINDS.get(exit_status, "engine"),
-                         "message": error}
+        data["error"] = {"kind": error_kind, "message": error}
         return data
     st = outcome.stats
     data["verdict"] = outcome.verdict

@@ -62,6 +62,15 @@ def render_world(view: dict) -> list[str]:
     ]
 
 
+def render_evaluated_in(view: dict, next_view: dict | None) -> list[str]:
+    """The world(s) a property failed to evaluate in, shown after the error's message
+    (the world after the transition too, for an action property)."""
+    lines = ["The world it was evaluated in:"] + render_world(view)
+    if next_view is not None:
+        lines += ["and the world after the transition:"] + render_world(next_view)
+    return lines
+
+
 def render_output(output: dict) -> list[str]:
     """What each node did during a step of a replay: its emulated calls, then the
     lines it printed, each line prefixed with the node's name."""

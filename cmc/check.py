@@ -1,0 +1,306 @@
+"""Running a check: load the model, build it, search (or replay a trace), report.
+
+This is where the rooms are wired together for one run: the language loads the model,
+the adapter turns it into a cluster spec and the engine's properties, the engine
+searches, the reporters render. It raises the errors of cmc/errors.py and never exits:
+cli.py turns what `check` returns (an Outcome) or raises into an exit status.
+experiments/bench.py makes its searches with `make_search`, as `check` does.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+
+from .adapter import ClusterModel, cluster_spec, engine_properties
+from .engine.bfs import BreadthFirst
+from .engine.dfs import DepthFirst
+from .engine.model import EngineLimit, Outcome, Stats
+from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
+from .engine.replay import Nondeterminism, replay, violated_at_end
+from .engine.simulate import Simulation
+from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
+from .lang import check_binaries, load_model
+from .report.console import make_reporter
+from .report.html import report_from_trace, write_html
+from .report.tlc import KIND_WORDING, TlcReporter
+from .report.trace import conflicts, read_trace, write_trace
+from .scratch import Scratch
+
+DEFAULT_LIVE_STEPS = 100
+DEFAULT_CHANNEL_CAP = 64
+DEFAULT_WALKS = 100
+
+
+class Run:
+    """What a run learned so far, for the JSON report whatever way it ends."""
+
+    def __init__(self):
+        self.started = time.time()
+        self.args = None
+        self.model = None
+        self.outcome = None
+        self.trace_file = None
+        self.load_error = False
+        self.mode = "bfs"
+        self.seed = None
+
+
+def check_machine():
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise UnsupportedMachine(f"cmc needs Linux on x86_64 (this is {platform.system()} "
+                                 f"{platform.machine()})")
+
+
+def run_build(model):
+    b = model.build
+    if b is None:
+        return
+    r = subprocess.run(["sh", "-c", b.command], cwd=b.cwd, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        tail = r.stdout.decode(errors="replace").strip()[-2000:]
+        raise ModelError(f"build command failed with status {r.returncode}:\n{tail}",
+                         b.loc.file, b.loc.line, b.loc.col, b.loc.source_line)
+
+
+def pin_cpu(index: int | None = None) -> None:
+    """Run this process, and the node processes it starts, on one CPU. cmc and a
+    node take turns (a notification, its answer): on one CPU the hand-over is a
+    local context switch, not a wake-up of another CPU, which costs far more
+    (docs/performance.md). Worker `index` takes the index-th allowed CPU (mod
+    their number); a lone search the CPU it is running on."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        if index is not None:
+            cpu = allowed[index % len(allowed)]
+        else:
+            with open("/proc/self/stat") as f:
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+            if cpu not in allowed:
+                cpu = allowed[0]
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError, IndexError):
+        pass            # not pinned: slower, the same results
+
+
+def spec_for(model, args):
+    """The kernel's cluster spec of `model` with the command line's channel cap and watchdog."""
+    return cluster_spec(model, args.channel_cap or DEFAULT_CHANNEL_CAP, args.watchdog)
+
+
+def _mode(args) -> str:
+    if args.replay:
+        return "replay"
+    if args.dfs is not None:
+        return "dfs"
+    return "simulate" if args.simulate else "bfs"
+
+
+def _defines(items):
+    """-D's name=value items as the params they override. Parsed here, when the model
+    is loaded, and not with the other options: with --replay, the trace's params are
+    added to them first (see check)."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise UsageError(f"cmc: -D expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def _load(args, run: Run, model_file: str):
+    try:
+        model = load_model(model_file, _defines(args.defines))
+    except ModelError:
+        run.load_error = True
+        raise
+    run.model = model
+    if not args.no_build:
+        run_build(model)
+    check_binaries(model)
+    check_machine()
+    return model
+
+
+def check(args, run: Run) -> Outcome:
+    """The run the command line asks for: a search, or with --replay a trace run
+    again. Its Outcome is also kept in `run` (verdict "ok" or "violated")."""
+    run.mode = _mode(args)
+    if args.replay:
+        trace = read_trace(args.replay)
+        # The trace says which params it was found with: those not given with -D are
+        # taken from it, so that `cmc --replay TRACE.json` alone runs it again; a -D
+        # that says otherwise is a conflict, refused below.
+        given = {d.split("=", 1)[0].strip() for d in args.defines}
+        for name, value in trace.get("params", {}).items():
+            if name not in given:
+                text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+                args.defines.append(f"{name}={text}")
+        model = _load(args, run, args.model_file or trace["model"])
+        return replay_trace(args, run, model, trace)
+    model = _load(args, run, args.model_file)
+    live_steps = DEFAULT_LIVE_STEPS if args.live_steps is None else args.live_steps
+    props = engine_properties(model)
+    if args.simulate:
+        run.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    reporter = make_reporter()
+    scratch = Scratch()
+    workroot = scratch.path
+    system_model = ClusterModel(spec_for(model, args), workroot, many=args.fast)
+    try:
+        reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
+        search = make_search(args, run, system_model, props, reporter, live_steps)
+        affinity = os.sched_getaffinity(0)
+        if args.workers == 1 and not args.no_pin:
+            pin_cpu()
+        try:
+            outcome = _engine(search.run)
+        finally:
+            os.sched_setaffinity(0, affinity)
+        run.outcome = outcome
+        bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
+        reporter.finish(outcome, live_steps, bound)
+        if outcome.verdict == "ok":
+            return outcome
+        if outcome.trace:
+            stem = os.path.splitext(os.path.basename(model.path))[0]
+            path = args.trace_out or stem + ".trace.json"
+            try:
+                write_trace(path, model, outcome, run.mode, live_steps,
+                            args.channel_cap or DEFAULT_CHANNEL_CAP)
+            except OSError as err:
+                print(f"cmc: cannot write the trace {path}: {err.strerror or err}",
+                      file=sys.stderr)
+            else:
+                run.trace_file = path
+                reporter.say(f"The behavior was written to {path} (run it again with "
+                             f"cmc --replay {path}).")
+        if args.html:
+            steps = _engine(lambda: recorded_steps(model, args, outcome, workroot))
+            write_report_page(args.html, model, outcome, steps, reporter)
+        return outcome
+    finally:
+        reporter.close()
+        system_model.close_all()
+        scratch.remove()
+
+
+def recorded_steps(model, args, outcome, workroot: str):
+    """The behavior of `outcome` replayed once more with each node's calls and output
+    recorded step by step (the search does not pay for recording)."""
+    if not outcome.trace:
+        return []
+    recorder = ClusterModel(spec_for(model, args), workroot, recording=True, tag="r")
+    try:
+        system, steps = replay(recorder, [s.key for s in outcome.trace[1:]],
+                               [s.fingerprint for s in outcome.trace], collect=True,
+                               observe=lambda s: s.drain())
+        system.close()
+    finally:
+        recorder.close_all()
+    return steps
+
+
+def write_report_page(path: str, model, outcome, steps, reporter) -> None:
+    prop = outcome.prop
+    message = KIND_WORDING[prop.kind].format(prop.name) if outcome.verdict != "ok" else \
+        f"The behavior no longer violates {prop.kind} {prop.name}."
+    report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind,
+                               prop_name=prop.name, message=message, steps=steps,
+                               clients=[c.name for c in model.clients],
+                               verdict=outcome.verdict)
+    try:
+        write_html(path, report)
+    except OSError as err:
+        print(f"cmc: cannot write the report {path}: {err.strerror or err}", file=sys.stderr)
+        return
+    reporter.say(f"The counterexample was drawn in {path}.")
+
+
+def _engine(fn):
+    """Run an engine call; its own exceptions become EngineError (exit 3)."""
+    try:
+        return fn()
+    except (Nondeterminism, EngineLimit) as e:
+        raise EngineError(str(e)) from None
+
+
+def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
+    common = dict(max_states=args.max_states, det=args.det, live_steps=live_steps)
+    if args.workers > 1 and (args.dfs is not None or args.simulate):
+        raise UsageError("cmc: --workers applies to breadth-first search only "
+                         "(not with --dfs or --simulate)")
+    if args.fast and args.simulate:
+        raise UsageError("cmc: --fast applies to breadth-first and depth-first search "
+                         "(not to --simulate)")
+    if args.workers > 1:
+        spec, root = system_model.spec, system_model.workroot
+
+        def worker_model(index: int):
+            if not args.no_pin:
+                pin_cpu(index)
+            return ClusterModel(spec, root, many=args.fast, tag=f"k{index}")
+        search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
+        return search(system_model, props, reporter, workers=args.workers,
+                                    worker_model=worker_model, max_depth=args.max_depth,
+                                    fast=args.fast, **common)
+    if args.dfs is not None:
+        return DepthFirst(system_model, props, reporter, depth=args.dfs, fast=args.fast,
+                          **common)
+    if args.simulate:
+        return Simulation(system_model, props, reporter, seed=run.seed,
+                          walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)
+    return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
+                        fast=args.fast, **common)
+
+
+def replay_trace(args, run: Run, model, trace: dict) -> Outcome:
+    """--replay: run the trace's actions from a fresh launch, show every state with
+    what each node did, and say whether the trace's property is still violated
+    (the Outcome's verdict: "violated", or "ok")."""
+    refused = conflicts(trace, model, args.live_steps, args.channel_cap)
+    if refused:
+        raise UsageError(f"cmc: --replay {args.replay}: refused, the trace does not belong "
+                         "to this model: " + "; ".join(refused))
+    channel_cap = trace.get("channel_cap") or DEFAULT_CHANNEL_CAP
+    live_steps = trace.get("live_steps")
+    args.channel_cap = args.channel_cap or channel_cap
+    name = trace["property"]["name"]
+    prop = next(p for p in engine_properties(model) if p.name == name)
+    keys = trace["keys"]
+    reporter = TlcReporter()
+    scratch = Scratch()
+    system_model = ClusterModel(spec_for(model, args), scratch.path, recording=True)
+    try:
+        reporter.start(replay=True)
+        reporter.say(f"Replaying {args.replay}: {len(keys) + 1} states, from a behavior that "
+                     f"violated {prop.kind} {prop.name}.")
+
+        def run_it():
+            system, steps = replay(system_model, keys, None, collect=True,
+                                   observe=lambda s: s.drain())
+            try:
+                actions = system.actions()
+            finally:
+                system.close()
+            violated = violated_at_end(system_model, prop, keys, steps, actions,
+                                       trace.get("suffix_from"))
+            return steps, violated
+        steps, violated = _engine(run_it)
+        stats = Stats(generated=len(steps), distinct=len({s.fingerprint for s in steps}),
+                      depth=len(steps))
+        outcome = Outcome("violated" if violated else "ok", stats, prop, steps,
+                          suffix_from=trace.get("suffix_from"), loop_to=trace.get("loop_to"),
+                          why=trace.get("why"))
+        run.outcome = outcome
+        reporter.replayed(outcome, live_steps)
+        if args.html:
+            write_report_page(args.html, model, outcome, steps, reporter)
+        return outcome
+    finally:
+        system_model.close_all()
+        scratch.remove()
