@@ -364,7 +364,8 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
     once (and copies from there). Which worker expands a world changes nothing in
     the results, which are merged in the same order as ParallelBreadthFirst's."""
 
-    KEEP_PER_WORKER = 128
+    KEEP_PER_WORKER = 128     # snapshots a worker keeps: half of Search.KEEP, so that two
+                              # workers hold about as many processes as one search
     LOOKAHEAD = 4
 
     def run(self) -> Outcome:

@@ -26,7 +26,11 @@ PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays 
 
 
 class Search:
-    KEEP = 256              # --fast: snapshots kept alive at most (worlds of processes)
+    # --fast: snapshots kept alive at most. Each holds every node's processes: 256
+    # worlds of three nodes are some 800 processes, far below the pid and memory
+    # limits of a machine, and enough for the frontier of every demo.
+    KEEP = 256
+
     def __init__(self, model: Model, properties: list[Property], reporter: Reporter,
                  max_depth: int | None = None, max_states: int | None = None,
                  det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS, fast: bool = False):

@@ -40,6 +40,8 @@ import types
 from ..errors import EngineError, TargetError
 from . import _native
 
+# How long a process made to re-issue its held call may take to do so: a notification
+# arrives within microseconds; seconds mean the process went astray (a copy failed).
 REBIND_TIMEOUT_S = 5.0
 
 _KEEP_FLAGS = (os.O_ACCMODE | os.O_APPEND | os.O_NONBLOCK | os.O_DIRECTORY | os.O_NOFOLLOW

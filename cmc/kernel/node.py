@@ -5,6 +5,30 @@ complete at once and stops at the first one that cannot: the node is then
 *quiescent*, holding one pending notification that an environment action (a
 delivery, a timeout firing, a reset) may complete later. A node whose process
 has exited is quiescent too.
+
+How the notification loop works, and why (`run`, `_next_notification`, `_answer`):
+
+- *One listener, several processes.* A node's seccomp listener belongs to the
+  filter, and a process forked from the node (a --fast copy, fork.py) runs under the
+  same filter: its calls arrive on the same listener. So a notification is taken for
+  the process it came from (`Notification.pid`); one of another process on the
+  listener is put aside in the `Tap`'s stash, and that process takes it from there
+  when it runs. The listener is closed when its last process is gone.
+- *The end of a process is seen on a pidfd,* not on the listener: the listener hangs
+  up (POLLHUP) only when every process under the filter has exited, which for a node
+  with copies may be never while the node is long dead. Both are polled together,
+  with the watchdog as the only timeout: a node that neither blocks nor exits within
+  it is a target error, never a hang.
+- *An answer to a target that is gone* fails with ENOENT: it was killed (with
+  WAIT_KILLABLE_RECV a non-fatal signal waits for the answer instead of withdrawing
+  the call, so a call is not re-issued behind cmc's back). `_answer` reports that as
+  False and the loop collects the exit.
+- *CONTINUE* lets the call run natively in the target (a file, a pipe, the exec
+  that `calls.sys_execve` traces). Most opens never reach this loop: the C helper
+  answers them with CONTINUE itself (filter.PASS_OPEN).
+- *A call that cannot complete* is held: its notification stays unanswered, which
+  keeps the target frozen inside the call until an environment action lets the
+  handler's `attempt` complete it (`try_wake`) or its timeout fires (`fire`).
 """
 from __future__ import annotations
 
