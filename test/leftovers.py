@@ -80,10 +80,30 @@ def _env(tmp: pathlib.Path) -> dict:
     return env
 
 
-def cmc(tmp: pathlib.Path, *args, **kw) -> subprocess.Popen:
+def cmc(tmp: pathlib.Path, *args, shm: bool = False, **kw) -> subprocess.Popen:
+    """cmc in tmp; its scratch directories in tmp/scratch, or with `shm` where cmc puts
+    them by itself (/dev/shm when it has room)."""
+    env = dict(os.environ) if shm else _env(tmp)
+    if shm:
+        env.pop("TMPDIR", None)
     return subprocess.Popen([sys.executable, "-m", "cmc", *map(str, args)], cwd=tmp,
-                            env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, **kw)
+
+
+def owned_by(pid: int) -> list[str]:
+    """The scratch directories (in /dev/shm or the temporary directory) whose OWNER
+    is process pid."""
+    import tempfile
+    found = []
+    for root in ("/dev/shm", tempfile.gettempdir()):
+        for d in pathlib.Path(root).glob("cmc-*"):
+            try:
+                if (d / "OWNER").read_text().strip() == str(pid):
+                    found.append(str(d))
+            except OSError:
+                pass
+    return found
 
 
 def run_and_end(tmp: pathlib.Path, mode: str, death: str) -> dict:

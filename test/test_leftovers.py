@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from leftovers import DEATHS, MODES, STATUS, run_and_end
+from leftovers import DEATHS, MODES, STATUS, _model, _wait_until, cmc, owned_by, processes, \
+    run_and_end
 
 CASES = [(m, d) for m in MODES for d in DEATHS
          if d != "SIGKILL of a worker" or "--workers" in m]
@@ -45,3 +46,22 @@ def test_a_directory_that_is_not_cmcs_is_never_removed(tmp_path, monkeypatch):
     removed = remove_stale()
     assert str(scratch / "cmc-gone") in removed
     assert sorted(os.listdir(scratch)) == ["cmc-notours"]
+
+
+def test_the_next_run_removes_a_killed_runs_directory_in_dev_shm(tmp_path):
+    """Where cmc puts its scratch directory by itself (/dev/shm when it has room): a
+    run killed with SIGKILL leaves it there, and the next run removes it."""
+    model = _model(tmp_path, long=True)
+    p = cmc(tmp_path, "--model-file", model, "--fast", shm=True)
+    assert _wait_until(lambda: any(str(tmp_path / "bin") in a for _, _, a in processes(tmp_path)))
+    left = owned_by(p.pid)
+    assert len(left) == 1
+    p.kill()
+    p.communicate(timeout=60)
+    assert _wait_until(lambda: not processes(tmp_path), timeout=20)
+    assert os.path.isdir(left[0])                   # it could not remove its own
+    nxt = cmc(tmp_path, "--model-file", _model(tmp_path), "--max-depth", "1", shm=True)
+    nxt.communicate(timeout=120)
+    assert nxt.returncode == 0
+    assert not os.path.exists(left[0])
+    assert owned_by(nxt.pid) == []
