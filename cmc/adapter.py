@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from .engine.model import CopyFailed, Property
+from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec
 from .kernel.fork import ForkFailed, NotForkable
@@ -73,8 +73,8 @@ class _Tracked:
         self._owner = owner
         self.is_copy = is_copy
 
-    def actions(self):
-        return self._c.actions()
+    def actions(self) -> list[Action]:
+        return [Action(a.key, ActionKind[a.kind], a.label) for a in self._c.actions()]
 
     def apply(self, key):
         return self._c.apply(key)

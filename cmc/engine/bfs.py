@@ -65,7 +65,7 @@ class BreadthFirst(Search):
             successors = self.copied_successors(held, keys, fps, actions, depth)
         else:
             successors = self.replayed_successors(held, keys, fps, actions)
-        return self.merge(fp, view, depth, [a.key for a in actions], fair_key, successors,
+        return self.merge(fp, view, depth, actions, fair_key, successors,
                           queue)
 
     def replayed_successors(self, held, keys, fps, actions):
@@ -86,15 +86,17 @@ class BreadthFirst(Search):
                 self.keep(fp2, system, depth + 1)
             yield key, fp2, view2, fp2
 
-    def merge(self, fp: bytes, view: dict, depth: int, action_keys: list, fair_key,
+    def merge(self, fp: bytes, view: dict, depth: int, actions: list, fair_key,
               successors, queue: deque) -> Outcome | None:
-        """Take the steps from world `fp`, in action order: `successors` yields
-        (action key, fingerprint, world after it, what to queue if it is new)."""
+        """Take the steps from world `fp`, in the order of its `actions`: `successors`
+        yields (action key, fingerprint, world after it, what to queue if it is new)."""
         busy = False
+        enabled = {a.key: a for a in actions}
         for key, fp2, view2, item in successors:
+            action = enabled[key]
             if key == fair_key:
-                self.live.edge(fp, action_keys, key, fp2)
-            if key[0].startswith("DELIVER") or (key[0] == "FIRE" and fp2 != fp):
+                self.live.edge(fp, actions, key, fp2)
+            if action.moves_messages or (action.fires and fp2 != fp):
                 busy = True
             bad = self.check_transition(view, view2)
             if bad:

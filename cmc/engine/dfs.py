@@ -66,7 +66,6 @@ class DepthFirst(Search):
         self.cut.discard(fp)            # found again closer to the initial world
         self.stats.unexplored = len(self.cut)
         system, keys, fps, view, actions, fair_key = self.open_world(fp, system)
-        action_keys = [a.key for a in actions]
         busy = False
         left = None
         ordered = list(reversed(actions))
@@ -74,8 +73,8 @@ class DepthFirst(Search):
                     else self._replayed(system, keys, fps, ordered))
         for action, (label, fp2, view2, kept) in zip(ordered, children):
             if action.key == fair_key:
-                self.live.edge(fp, action_keys, action.key, fp2)
-            if action.key[0].startswith("DELIVER") or (action.key[0] == "FIRE" and fp2 != fp):
+                self.live.edge(fp, actions, action.key, fp2)
+            if action.moves_messages or (action.fires and fp2 != fp):
                 busy = True
             bad = self.check_transition(view, view2)
             if bad:

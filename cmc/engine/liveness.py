@@ -41,19 +41,20 @@ from .model import Property, System
 STOPPED, LOOPED, OUT_OF_STEPS = "stopped", "looped", "out of steps"
 
 
-def fair_choice(keys: list[tuple], to_fire: tuple | None) -> tuple[tuple | None, tuple | None]:
-    """The fair schedule's next action from a world whose enabled action keys are
-    `keys`, and the schedule's position after it: (key or None if it stops, to_fire)."""
+def fair_choice(actions: list, to_fire: tuple | None) -> tuple[tuple | None, tuple | None]:
+    """The fair schedule's next action from a world whose enabled actions are
+    `actions`, and the schedule's position after it: (its key or None if it stops,
+    the keys of the FIREs still due in this round)."""
     if to_fire is not None:
-        enabled = set(keys)
+        enabled = {a.key for a in actions}
         for i, key in enumerate(to_fire):
             if key in enabled:
                 return key, (to_fire[i + 1:] or None)
         # nothing still due in this round is enabled: a new round begins here
-    for key in keys:
-        if key[0].startswith("DELIVER"):
-            return key, None
-    fires = tuple(key for key in keys if key[0] == "FIRE")
+    for a in actions:
+        if a.moves_messages:
+            return a.key, None
+    fires = tuple(a.key for a in actions if a.fires)
     if not fires:
         return None, None
     return fires[0], (fires[1:] or None)
@@ -91,25 +92,24 @@ class FairWalker:
         if self.props and fp not in self.goals:
             self.goals[fp] = tuple(p.check(view, None) for p in self.props)
 
-    def expanded(self, fp: bytes, keys: list[tuple]) -> tuple | None:
-        """A search is expanding world `fp` with enabled `keys`: the key of the fair
+    def expanded(self, fp: bytes, actions: list) -> tuple | None:
+        """A search is expanding world `fp` with enabled `actions`: the key of the fair
         schedule's first step from it (None if it stops there). The search then calls
-        `edge(fp, keys, key, fp2)` once it has that step's result."""
-        key, _ = fair_choice(keys, None)
+        `edge(fp, actions, key, fp2)` once it has that step's result."""
+        key, _ = fair_choice(actions, None)
         if key is None:
             self.edges[(fp, None)] = None
         return key
 
-    def edge(self, fp: bytes, keys: list[tuple], key: tuple, fp2: bytes) -> None:
-        _, to_fire = fair_choice(keys, None)
+    def edge(self, fp: bytes, actions: list, key: tuple, fp2: bytes) -> None:
+        _, to_fire = fair_choice(actions, None)
         self.edges[(fp, None)] = Edge(key, fp2, to_fire)
 
     def _successor(self, state: tuple, position: "_Position") -> Edge | None:
         if state in self.edges:
             return self.edges[state]
         system = position.at()
-        keys = [a.key for a in system.actions()]
-        key, to_fire = fair_choice(keys, state[1])
+        key, to_fire = fair_choice(system.actions(), state[1])
         if key is None:
             self.edges[state] = None
             return None

@@ -4,18 +4,44 @@ The engine sees a system only through `Model.fresh()` (a new instance at its
 initial world) and the `System` protocol below. It never prints: it calls a
 `Reporter`. It imports nothing else of cmc (test/test_layers.py checks this).
 
-Action keys are tuples whose first element names the kind of action: "DELIVER",
-"DROP", "DUP", "FIRE" or "CRASH". The engine relies on that much (the quiescence
-rule and the fair schedule of SPEC §3/§8 are stated in those terms) and on nothing
-else inside a key.
+An enabled action is an `Action`: its key identifies it in its world (the engine
+stores keys on paths and in traces, and never looks inside one), its kind is what the
+quiescence rule and the fair schedule of SPEC §3/§8 are stated in, and its label is
+what a person reads.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+
+class ActionKind(enum.Enum):
+    DELIVER = "DELIVER"
+    DROP = "DROP"
+    DUP = "DUP"
+    FIRE = "FIRE"
+    CRASH = "CRASH"
+
+
+@dataclass(frozen=True)
+class Action:
+    key: tuple              # opaque to the engine: what `System.apply` takes
+    kind: ActionKind
+    label: str
+
+    @property
+    def moves_messages(self) -> bool:
+        """A delivery: a world where one is enabled is not quiescent (SPEC §8)."""
+        return self.kind is ActionKind.DELIVER
+
+    @property
+    def fires(self) -> bool:
+        """A timeout firing."""
+        return self.kind is ActionKind.FIRE
+
 class System(Protocol):
-    def actions(self) -> list: ...            # objects with .key (tuple) and .label (str)
+    def actions(self) -> list[Action]: ...   # the enabled actions, in a fixed order
     def apply(self, key: tuple) -> str: ...   # returns the action's label
     def fingerprint(self) -> bytes: ...
     def view(self) -> dict: ...

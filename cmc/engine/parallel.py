@@ -215,7 +215,7 @@ class ParallelBreadthFirst(BreadthFirst):
         if outcome is not None:
             return outcome
         try:
-            actions0 = [(a.key, a.label) for a in system.actions()]
+            actions0 = system.actions()
         finally:
             system.close()
         queue = deque([(fp0, view0, actions0)])     # found, not yet handed out
@@ -249,25 +249,25 @@ class ParallelBreadthFirst(BreadthFirst):
         handle (with .get()) per action."""
         keys, fps = self.path(fp)
         out = []
-        for key, _ in actions:
+        for key in (a.key for a in actions):
             w = min(self.pool, key=lambda w: (len(w.waiting), w.index))
             out.append(_Answer(self, w, w.send((keys, fps, key, self.det))))
         return out
 
     def _merge(self, fp, view, actions, depth, jobs, queue) -> Outcome | None:
         """BreadthFirst.merge, with the results of the workers' jobs."""
-        action_keys = [key for key, _ in actions]
-        fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
+        fair_key = self.live.expanded(fp, actions) if self.live.props else None
 
         def successors():
-            for (key, _), job in zip(actions, jobs):
+            for action, job in zip(actions, jobs):
+                key = action.key
                 result = self._result(job)
                 if result[0] == "raise":
                     raise result[1]
                 _, label, fp2, view2, actions2 = result
                 self.stats.generated += 1
                 yield key, fp2, view2, (fp2, view2, actions2)
-        return self.merge(fp, view, depth, action_keys, fair_key, successors(), queue)
+        return self.merge(fp, view, depth, actions, fair_key, successors(), queue)
 
     def _result(self, job) -> tuple:
         """A job's result: ("ok", label, fp, world, actions) or ("raise", error)."""
@@ -386,7 +386,7 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
             return []
         keys, fps = self.path(fp)
         may_keep = self.max_depth is None or depth + 1 < self.max_depth
-        job = _Job(self, fp, (fp, keys, fps, [k for k, _ in actions], self.det, may_keep))
+        job = _Job(self, fp, (fp, keys, fps, [a.key for a in actions], self.det, may_keep))
         self.ready.append(job)
         self._dispatch()
         return [_Handle(job, i) for i in range(len(actions))]

@@ -74,12 +74,12 @@ def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
 def take_step(system: System, key: tuple, with_actions: bool = False, close: bool = True):
     """Apply `key`, read the world after it and close the system (unless not
     `close`; on an error it is closed anyway). Returns (label, fingerprint, view)
-    and, with_actions, the (key, label) of every enabled action."""
+    and, with_actions, the enabled actions."""
     try:
         label = system.apply(key)
         out = (label, system.fingerprint(), system.view())
         if with_actions:
-            out += ([(a.key, a.label) for a in system.actions()],)
+            out += (system.actions(),)
     except BaseException:
         system.close()
         raise
@@ -168,10 +168,10 @@ def quiescent_at(model: Model, keys: list[tuple], fps: list[bytes] | None,
     """SPEC §8: no DELIVER is enabled and every enabled FIRE leads back to the same
     world. `actions` are the world's enabled actions; each FIRE is tried from a
     fresh replay of `keys`."""
-    if any(a.key[0].startswith("DELIVER") for a in actions):
+    if any(a.moves_messages for a in actions):
         return False
     for action in actions:
-        if action.key[0] != "FIRE":
+        if not action.fires:
             continue
         system, _ = replay(model, keys, fps)
         try:

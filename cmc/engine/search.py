@@ -149,8 +149,7 @@ class Search:
             raise
         if not actions:
             system.close()
-        action_keys = [a.key for a in actions]
-        fair_key = self.live.expanded(fp, action_keys) if self.live.props else None
+        fair_key = self.live.expanded(fp, actions) if self.live.props else None
         return system, keys, fps, view, actions, fair_key
 
     # -- checks ------------------------------------------------------------------------

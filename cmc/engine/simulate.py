@@ -89,14 +89,14 @@ class _Walk:
                 actions = self.system.actions()
                 if not actions:
                     break
-                if sim.quiescent_props and not any(a.key[0].startswith("DELIVER") for a in actions):
+                if sim.quiescent_props and not any(a.moves_messages for a in actions):
                     outcome, moved = self.try_fires(actions, view)
                     if outcome is not None:
                         return outcome
                     if moved:
                         view = self.system.view()
                         continue
-                    if all(a.key[0] == "FIRE" for a in actions):
+                    if all(a.fires for a in actions):
                         break       # only timers that change nothing: the walk is over
                 action = self.rng.choice(actions)
                 outcome, view = self.take(action.key, view)
@@ -134,14 +134,14 @@ class _Walk:
         Returns (outcome or None, whether the walk moved to another world)."""
         fp = self.fps[-1]
         for action in actions:
-            if action.key[0] != "FIRE" or len(self.fps) >= self.sim.max_depth:
+            if not action.fires or len(self.fps) >= self.sim.max_depth:
                 continue
             outcome, view = self.take(action.key, view)
             if outcome is not None:
                 return outcome, True
             if self.fps[-1] != fp:
                 return None, True
-        if len(self.fps) >= self.sim.max_depth and any(a.key[0] == "FIRE" for a in actions):
+        if len(self.fps) >= self.sim.max_depth and any(a.fires for a in actions):
             return None, True     # the walk ended before the world's FIREs were all tried
         bad = self.sim.check_quiescent(view)
         if bad:

@@ -65,8 +65,15 @@ def describe_key(key: tuple) -> str:
 
 @dataclass(frozen=True)
 class Action:
+    """An enabled environment action: its key (what identifies it in its world, and
+    what a trace stores) and its label."""
     key: tuple
     label: str
+
+    @property
+    def kind(self) -> str:
+        """DELIVER, DROP, DUP, FIRE or CRASH (a datagram's key says DELIVER_DGRAM...)."""
+        return self.key[0].split("_")[0]
 
 
 class Client:
