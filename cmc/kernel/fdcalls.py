@@ -16,9 +16,11 @@ from .net import Sock
 from .sockets import close_vfd, get_sock, new_fd, with_sock
 from .syscalls_x86_64 import NR
 
+
 @handles("close")
 def sys_close(node, args):
     return Ret(0) if close_vfd(node, fd_arg(args[0])) else Err(errno.EBADF)
+
 
 def _state_fd_copy(node, args):
     """fcntl/dup on fd 3 or 193: a copy would let state writes escape cmc."""
@@ -31,12 +33,14 @@ def _state_fd_copy(node, args):
                        f"copies fd {fd}, where the node's {'durable ' if fd == 193 else ''}state "
                        "is written; cmc takes state only as writes to fd 3 and 193 themselves")
 
+
 def refuse_state_copies(fn):
     def wrapper(node, args):
         verdict = _state_fd_copy(node, args)
         return verdict if verdict is not None else fn(node, args)
     wrapper.__name__ = fn.__name__
     return wrapper
+
 
 @handles("fcntl")
 @refuse_state_copies
@@ -60,6 +64,7 @@ def sys_fcntl(node, sock, args):
                       dup=True)
     return unsupported(node, node.current.nr, args, "uses an fcntl command cmc does not emulate")
 
+
 @handles("ioctl")
 @with_sock
 def sys_ioctl(node, sock, args):
@@ -80,6 +85,7 @@ def sys_ioctl(node, sock, args):
         return Ret(0) if node.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
     return unsupported(node, node.current.nr, args, "uses an ioctl cmc does not emulate")
 
+
 def _stat_bytes(sock: Sock) -> bytes:
     st = bytearray(144)
     struct.pack_into("<Q", st, 8, sock.ino)                # st_ino
@@ -88,10 +94,12 @@ def _stat_bytes(sock: Sock) -> bytes:
     struct.pack_into("<q", st, 56, 4096)                   # st_blksize
     return bytes(st)
 
+
 @handles("fstat")
 @with_sock
 def sys_fstat(node, sock, args):
     return Ret(0) if node.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
+
 
 @handles("newfstatat")
 def sys_newfstatat(node, args):
@@ -103,11 +111,13 @@ def sys_newfstatat(node, args):
         return Err(errno.ENOTDIR)
     return Ret(0) if node.write(args[2], _stat_bytes(sock)) else Err(errno.EFAULT)
 
+
 @handles("dup")
 @refuse_state_copies
 @with_sock
 def sys_dup(node, sock, args):
     return new_fd(node, sock, dup=True)
+
 
 @handles("dup2", "dup3")
 @refuse_state_copies
@@ -133,9 +143,11 @@ def sys_dup2(node, args):
         node.cloexec.add(new)
     return Ret(new)
 
+
 @handles("lseek", "pread64", "preadv", "preadv2")
 def sys_espipe(node, args):
     return Err(errno.ESPIPE) if get_sock(node, fd_arg(args[0])) else Err(errno.EBADF)
+
 
 @handles("fsync", "fdatasync", "ftruncate", "fchdir", "getdents64", "flock")
 def sys_einval(node, args):

@@ -17,8 +17,10 @@ from .net import FIN, RST, Msg, Sock
 # Families that stay inside the node and run natively.
 NATIVE_FAMILIES = (socket.AF_UNIX, socket.AF_NETLINK)
 
+
 def get_sock(node, fd: int) -> Sock | None:
     return node.fds.get(fd)
+
 
 def lowest_free(node, lowest: int = VFD_BASE) -> int | None:
     """The lowest free virtual descriptor >= lowest, or None when it would not be
@@ -35,6 +37,7 @@ def lowest_free(node, lowest: int = VFD_BASE) -> int | None:
                           f"descriptors (numbered from {VFD_BASE}): it cannot be given a socket")
     return None
 
+
 def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
            dup: bool = False) -> Ret | Err:
     """A new virtual descriptor for sock (with dup, one more reference to it), or EMFILE."""
@@ -48,6 +51,7 @@ def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
         node.cloexec.add(fd)
     return Ret(fd)
 
+
 def with_sock(fn):
     """Decorator: resolve args[0] to a virtual socket, EBADF when it is none."""
     def wrapper(node, args):
@@ -57,6 +61,7 @@ def with_sock(fn):
         return fn(node, sock, args)
     wrapper.__name__ = fn.__name__
     return wrapper
+
 
 def connect_outcome(sock: Sock, report: bool):
     """The result of a connect once known (None while CONNECT is in flight)."""
@@ -71,6 +76,7 @@ def connect_outcome(sock: Sock, report: bool):
             conn.a.reset_reported = True
         return Err(errno.ECONNREFUSED)
     return None
+
 
 def release(node, sock: Sock) -> None:
     """The last descriptor of a socket is gone."""
@@ -97,6 +103,7 @@ def release(node, sock: Sock) -> None:
         ep.closed = True
     cluster.net.collect()
 
+
 def close_vfd(node, fd: int) -> bool:
     sock = node.fds.pop(fd, None)
     node.cloexec.discard(fd)
@@ -108,6 +115,7 @@ def close_vfd(node, fd: int) -> bool:
         release(node, sock)
     return True
 
+
 def ready_token(sock: Sock) -> tuple:
     """Changes whenever something arrives for the socket: EPOLLET reports again only then."""
     ep = sock.ep
@@ -115,6 +123,7 @@ def ready_token(sock: Sock) -> tuple:
         return (sock.arrivals,)
     return (sock.arrivals, sock.conn.established, sock.conn.refused, ep.arrivals, ep.eof,
             ep.reset)
+
 
 def readiness(sock: Sock) -> int:
     if sock.stype == SOCK_DGRAM:

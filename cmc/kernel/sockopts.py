@@ -24,6 +24,7 @@ DEFAULT_BUF = {SO_SNDBUF: 16384, SO_RCVBUF: 131072}     # Linux's loopback defau
 
 INT = struct.Struct("<i")
 
+
 @handles("setsockopt")
 @with_sock
 def sys_setsockopt(node, sock, args):
@@ -62,6 +63,7 @@ def sys_setsockopt(node, sock, args):
         sock.options[key] = value
     return Ret(0)
 
+
 def _option_value(sock: Sock, level: int, opt: int) -> bytes:
     key = (level, opt)
     if level == SOL_SOCKET:
@@ -94,6 +96,7 @@ def _option_value(sock: Sock, level: int, opt: int) -> bytes:
     if key == (IPPROTO_IPV6, IPV6_V6ONLY):
         return INT.pack(int(sock.v6only))
     return INT.pack(sock.options.get(key, 0))
+
 
 @handles("getsockopt")
 @with_sock

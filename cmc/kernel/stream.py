@@ -50,6 +50,7 @@ def sys_socket(node, args):
     sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK), ino=node.next_ino)
     return new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC))
 
+
 @handles("bind")
 @with_sock
 def sys_bind(node, sock, args):
@@ -71,6 +72,7 @@ def sys_bind(node, sock, args):
     net.tcp.append((node.index, sock))
     return Ret(0)
 
+
 def read_addr(node, sock: Sock, ptr: int, length: int):
     """The address a bind/connect/sendto names, checked against the socket's family
     as Linux does; an Err when it does not fit."""
@@ -84,6 +86,7 @@ def read_addr(node, sock: Sock, ptr: int, length: int):
         return Err(errno.EINVAL)
     parsed = sockaddr.parse(raw)
     return Err(errno.EINVAL) if parsed is None else parsed[1]
+
 
 @handles("listen")
 @with_sock
@@ -103,11 +106,13 @@ def sys_listen(node, sock, args):
         sock.listening = True
     return Ret(0)
 
+
 @handles("getsockname")
 @with_sock
 def sys_getsockname(node, sock, args):
     local = sock.local or ("0.0.0.0" if sock.family == socket.AF_INET else "::", 0)
     return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
+
 
 @handles("getpeername")
 @with_sock
@@ -121,6 +126,7 @@ def sys_getpeername(node, sock, args):
         return Err(errno.ENOTCONN)
     peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
     return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, peer) else Err(errno.EFAULT)
+
 
 @handles("accept", "accept4")
 @with_sock
@@ -147,6 +153,7 @@ def sys_accept(node, sock, args):
             return new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC))
         return Err(errno.EAGAIN) if sock.nonblock else None
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "accept")
+
 
 @handles("connect")
 @with_sock
@@ -179,6 +186,7 @@ def sys_connect(node, sock, args):
         return connect_outcome(sock, report=True)
     return Block(attempt, None, None, "connect")
 
+
 def _pipe_error(node, flags: int):
     if not flags & MSG_NOSIGNAL and not _sigpipe_ignored(node):
         try:
@@ -186,6 +194,7 @@ def _pipe_error(node, flags: int):
         except ProcessLookupError:
             pass
     return Err(errno.EPIPE)
+
 
 def _sigpipe_ignored(node) -> bool:
     try:
@@ -197,11 +206,13 @@ def _sigpipe_ignored(node) -> bool:
         pass
     return False
 
+
 def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str, dst=None):
     data = node.read(buf, length)
     if data is None:
         return Err(errno.EFAULT)
     return sock_send_bytes(node, fd, data, flags, what, dst)
+
 
 def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str, dst=None):
     sock = get_sock(node, fd)
@@ -221,6 +232,7 @@ def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str, dst=None)
             return Err(errno.ECONNREFUSED)
     return _send_now(node, sock, data, flags)
 
+
 def _send_when_connected(node, sock, data, flags):
     outcome = connect_outcome(sock, report=False)
     if outcome is None:
@@ -228,6 +240,7 @@ def _send_when_connected(node, sock, data, flags):
     if isinstance(outcome, Err):
         return outcome
     return _send_now(node, sock, data, flags)
+
 
 def _send_now(node, sock: Sock, data: bytes, flags: int):
     ep = sock.ep
@@ -244,6 +257,7 @@ def _send_now(node, sock: Sock, data: bytes, flags: int):
     node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
     return Ret(len(data))
 
+
 @handles("sendto")
 def sys_sendto(node, args):
     dst = None
@@ -253,6 +267,7 @@ def sys_sendto(node, args):
         if isinstance(dst, Err):
             return dst
     return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
+
 
 @handles("sendmsg")
 def sys_sendmsg(node, args):
@@ -272,6 +287,7 @@ def sys_sendmsg(node, args):
         if isinstance(dst, Err):
             return dst
     return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg", dst)
+
 
 def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
               write_src=lambda src: None):
@@ -314,8 +330,10 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
         return None
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), what)
 
+
 def _to_buffer(node, buf: int):
     return lambda data, truncated=False: None if node.write(buf, data) else Err(errno.EFAULT)
+
 
 def _to_iovecs(node, iov: int, count: int):
     def deliver(data: bytes, truncated: bool = False):
@@ -334,15 +352,18 @@ def _to_iovecs(node, iov: int, count: int):
         return None
     return deliver
 
+
 def _iov_total(node, iov: int, count: int) -> int | None:
     raw = node.read(iov, 16 * count) if count <= 1024 else None
     if raw is None:
         return None
     return sum(struct.unpack_from("<QQ", raw, 16 * i)[1] for i in range(count))
 
+
 @handles("read")
 def sys_read(node, args):
     return sock_recv(node, fd_arg(args[0]), args[2], 0, _to_buffer(node, args[1]), "read")
+
 
 @handles("readv")
 def sys_readv(node, args):
@@ -352,6 +373,7 @@ def sys_readv(node, args):
     if total is None:
         return Err(errno.EFAULT)
     return sock_recv(node, fd_arg(args[0]), total, 0, _to_iovecs(node, args[1], args[2]), "readv")
+
 
 @handles("recvfrom")
 def sys_recvfrom(node, args):
@@ -370,6 +392,7 @@ def sys_recvfrom(node, args):
             bad = write_src(sock.conn.a.addr if sock.side == 1 else sock.conn.dst)
         return bad
     return sock_recv(node, fd, args[2], args[3], deliver, "recvfrom", write_src)
+
 
 @handles("recvmsg")
 def sys_recvmsg(node, args):
@@ -399,6 +422,7 @@ def sys_recvmsg(node, args):
         node.write(args[1] + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
         return bad
     return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
+
 
 @handles("shutdown")
 @with_sock
