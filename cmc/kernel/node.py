@@ -147,6 +147,7 @@ class Node:
         self.tap: Tap | None = None
         self.pidfd = -1
         self.alive = False
+        self.current = None            # the notification being answered (set by dispatch)
         self._reset_incarnation()
 
     # -- per-incarnation state -----------------------------------------------
