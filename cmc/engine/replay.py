@@ -123,16 +123,16 @@ def recheck_initial(model: Model) -> tuple[bytes, dict]:
 def explained(model: Model, keys: list[tuple], shift: int) -> Nondeterminism:
     """The --det error for the world reached by `keys`, which differed in the
     shifted launch: both runs once more, to say which part of the world differed."""
-    worlds = []
+    runs = []
     for k in (0, shift):
         system, steps = replay(model, keys, None, collect=True, shift=k)
         try:
-            worlds.append((steps[-1], system.parts()))
+            runs.append((steps[-1], system.parts()))
         finally:
             system.close()
-    (step, parts), (_, parts2) = worlds
-    return Nondeterminism(len(keys), step.label,
-                          difference(step.view, worlds[1][0].view, parts, parts2), det=True)
+    (first, parts), (second, parts2) = runs
+    return Nondeterminism(len(keys), first.label,
+                          difference(first.view, second.view, parts, parts2), det=True)
 
 
 def difference(a: dict, b: dict, parts_a=None, parts_b=None) -> str:
