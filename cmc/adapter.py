@@ -67,6 +67,12 @@ def engine_properties(model) -> list[Property]:
     return [Property(p.kind, p.name, checker(p)) for p in model.properties]
 
 
+def engine_action(a) -> Action:
+    """The kernel's action as the engine sees it: key, kind and label, and for the
+    reporters the fields it was rendered from."""
+    return Action(a.key, ActionKind[a.kind], a.label, a.fields())
+
+
 class _Tracked:
     def __init__(self, cluster: Cluster, owner: "ClusterModel", is_copy: bool = False):
         self._c = cluster
@@ -74,10 +80,10 @@ class _Tracked:
         self.is_copy = is_copy
 
     def actions(self) -> list[Action]:
-        return [Action(a.key, ActionKind[a.kind], a.label) for a in self._c.actions()]
+        return [engine_action(a) for a in self._c.actions()]
 
-    def apply(self, key):
-        return self._c.apply(key)
+    def apply(self, key) -> Action:
+        return engine_action(self._c.apply(key))
 
     def fingerprint(self):
         return self._c.fingerprint()

@@ -27,6 +27,7 @@ from .report.console import make_reporter
 from .report.html import report_from_trace, write_html
 from .report.tlc import KIND_WORDING, TlcReporter
 from .report.trace import conflicts, read_trace, write_trace
+from .interrupts import interrupts_held
 from .scratch import Scratch
 
 DEFAULT_LIVE_STEPS = 100
@@ -184,9 +185,12 @@ def check(args, run: Run) -> Outcome:
             write_report_page(args.html, model, outcome, steps, reporter)
         return outcome
     finally:
-        reporter.close()
-        system_model.close_all()
-        scratch.remove()
+        with interrupts_held():
+            try:
+                reporter.close()
+                system_model.close_all()
+            finally:
+                scratch.remove()
 
 
 def recorded_steps(model, args, outcome, workroot: str):
@@ -302,5 +306,8 @@ def replay_trace(args, run: Run, model, trace: dict) -> Outcome:
             write_report_page(args.html, model, outcome, steps, reporter)
         return outcome
     finally:
-        system_model.close_all()
-        scratch.remove()
+        with interrupts_held():
+            try:
+                system_model.close_all()
+            finally:
+                scratch.remove()

@@ -18,6 +18,8 @@ from .check import DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, 
 from .errors import CmcError, ModelError, UsageError
 from .report import json as json_report
 from .report.tlc import render_evaluated_in
+from .interrupts import drop_interrupts, hold_interrupts
+from .scratch import remove_all
 
 EXIT_OK, EXIT_VIOLATION, EXIT_MODEL = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -176,17 +178,37 @@ def _tell(e: CmcError) -> str:
     return str(e)
 
 
+def _end(program: bool, mask) -> None:
+    """The program keeps Ctrl-C and SIGTERM held until it exits (the kernel drops
+    them then): an interrupt after the run cannot turn the exit status into a kill.
+    A caller in-process gets its signal mask back."""
+    if program:
+        hold_interrupts()
+    else:
+        drop_interrupts(mask)
+
+
 def main(argv=None) -> int:
+    """The program (argv None: sys.argv), or a run called in-process (argv given)."""
+    program = argv is None
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _terminate)
     tlc = "--tlc-exit-codes" in argv
     run = Run()
     error = kind = None
+    mask = None
     try:
-        run.args = parse_args(argv)
-        outcome = check(run.args, run)
-        status = EXIT_OK if outcome.verdict == "ok" else EXIT_VIOLATION
+        try:
+            run.args = parse_args(argv)
+            outcome = check(run.args, run)
+            status = EXIT_OK if outcome.verdict == "ok" else EXIT_VIOLATION
+        finally:
+            # The run is over, however it ended: from here an interrupt changes
+            # nothing (it is dropped at the end), and no scratch directory stays.
+            mask = hold_interrupts()
+            remove_all()
     except SystemExit as e:          # --help, --version
+        _end(program, mask)
         return int(e.code or 0)
     except KeyboardInterrupt:
         sys.stdout.flush()
@@ -199,6 +221,7 @@ def main(argv=None) -> int:
     json_path = run.args.json if run.args is not None else _json_path(argv)
     if json_path:
         _write_json(json_path, run, status, error, kind)
+    _end(program, mask)
     if tlc:
         prop = run.outcome.prop if run.outcome is not None and error is None else None
         return tlc_status(status, prop.kind if prop else None, run.load_error)

@@ -12,6 +12,13 @@ open file, which is close-on-exec: the node programs never hold it; cmc's worker
 processes share it and die with their parent. At start, every run removes each
 marked scratch directory whose lock it can take: its owner is gone. A directory
 without the mark is never touched (it is not cmc's, or its owner is about to lock it).
+
+Making and removing a scratch directory, and killing the nodes before it goes, are
+not cut in half by a second Ctrl-C or SIGTERM: `interrupts_held` keeps those signals
+pending until the block ends (cmc/interrupts.py) (a user who presses Ctrl-C twice, or a supervisor that
+sends SIGTERM again, still gets a clean end). Every scratch directory made is on a
+list until removed, and `remove_all` is the last net: the CLI calls it however the
+run ended.
 """
 from __future__ import annotations
 
@@ -20,10 +27,20 @@ import os
 import shutil
 import tempfile
 
+from .interrupts import interrupts_held
+
 PREFIX = "cmc-"
 OWNER = "OWNER"
 SHM = "/dev/shm"
 SHM_ROOM = 1 << 30      # bytes free in /dev/shm for cmc to work there
+_live: list["Scratch"] = []       # made and not yet removed, oldest first
+
+
+def remove_all() -> None:
+    """Remove every scratch directory this process made and has not removed."""
+    with interrupts_held():
+        for scratch in list(_live):
+            scratch.remove()
 
 
 def _where() -> str | None:
@@ -69,15 +86,21 @@ class Scratch:
     """A new scratch directory, owned (locked) by this process until `remove`."""
 
     def __init__(self):
-        remove_stale()
-        self.path = tempfile.mkdtemp(prefix=PREFIX, dir=_where())
-        self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        with open(os.path.join(self.path, OWNER), "w") as f:
-            f.write(f"{os.getpid()}\n")
+        self._fd = -1
+        with interrupts_held():
+            remove_stale()
+            self.path = tempfile.mkdtemp(prefix=PREFIX, dir=_where())
+            _live.append(self)
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            with open(os.path.join(self.path, OWNER), "w") as f:
+                f.write(f"{os.getpid()}\n")
 
     def remove(self) -> None:
-        if self._fd >= 0:
-            shutil.rmtree(self.path, ignore_errors=True)
-            os.close(self._fd)
-            self._fd = -1
+        with interrupts_held():
+            if self in _live:
+                shutil.rmtree(self.path, ignore_errors=True)
+                _live.remove(self)
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1

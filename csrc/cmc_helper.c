@@ -164,7 +164,9 @@ static int child_main(void *p)
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; sig++)
         sigaction(sig, &dfl, NULL);     /* no handler of the parent may run here */
-    sigprocmask(SIG_SETMASK, &a->mask, NULL);
+    sigset_t none;                      /* a node starts as from a shell: nothing */
+    sigemptyset(&none);                 /* blocked (cmc may hold Ctrl-C meanwhile) */
+    sigprocmask(SIG_SETMASK, &none, NULL);
     child(a->path, a->argv, a->envp, a->cwd, a->fds, a->filter, a->filter_len,
           a->nofile, a->handoff, a->parent);
     return 127;

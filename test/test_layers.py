@@ -24,16 +24,18 @@ MAY_IMPORT = {
     "cmc": set(),
     "cmc.__main__": {"cmc.cli"},
     # argparse and exit statuses; a property's evaluation error shows its world(s)
-    "cmc.cli": {"cmc", "cmc.errors", "cmc.check", "cmc.adapter", "cmc.report"},
+    "cmc.cli": {"cmc", "cmc.errors", "cmc.check", "cmc.adapter", "cmc.report",
+                "cmc.scratch", "cmc.interrupts"},
     # one run, wired: load, search or replay, report
     "cmc.check": {"cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
-                  "cmc.scratch"},
+                  "cmc.scratch", "cmc.interrupts"},
     "cmc.errors": set(),
-    "cmc.scratch": {"cmc.errors"},      # the run's scratch directory, for check
+    "cmc.interrupts": set(),            # Ctrl-C and SIGTERM held (any unit may)
+    "cmc.scratch": {"cmc.errors", "cmc.interrupts"},   # the run's scratch directory
     "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.kernel", "cmc.lang"},
     "cmc.engine": {"cmc.engine", "cmc.errors"},
     "cmc.lang": {"cmc.lang", "cmc.errors"},
-    "cmc.kernel": {"cmc.kernel", "cmc.errors"},
+    "cmc.kernel": {"cmc.kernel", "cmc.errors", "cmc.interrupts"},
     # a reporter renders what the engine emits (Outcome, Stats, Step: the engine's
     # protocol module), and the JSON report carries cmc's version
     "cmc.report": {"cmc.report", "cmc.errors", "cmc", "cmc.engine.model"},
@@ -191,3 +193,37 @@ def test_a_planted_violation_is_caught(tmp_path, plant):
     lineno = len((tmp_path / target).read_text().splitlines())
     [found] = violations(tmp_path)          # the plant, and nothing else
     assert found.startswith(f"{target}:{lineno}: ") and f" {imported} " in found, found
+
+
+def _looks_inside(tree: ast.AST) -> list[tuple[int, str]]:
+    """Where code subscripts, or calls .get on, something named like a world's view or
+    an action's key (view, view2, next_view, key, keys[i] ...)."""
+    def named(node) -> str | None:
+        while isinstance(node, ast.Subscript):       # keys[i][0]: look at keys
+            node = node.value
+        name = node.id if isinstance(node, ast.Name) else \
+            node.attr if isinstance(node, ast.Attribute) else None
+        return name if name and ("view" in name or name in ("key", "k")) else None
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and named(node.value):
+            out.append((node.lineno, named(node.value)))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "get" and named(node.func.value)):
+            out.append((node.lineno, named(node.func.value)))
+    return out
+
+
+def test_the_engine_never_looks_inside_a_world_or_a_key():
+    """Issue 12: the engine knows neither the world's shape nor a key's: it asks the
+    system (actions' kinds, parts) and hands views to properties and reporters."""
+    bad = []
+    for path in sorted((ROOT / "cmc" / "engine").glob("*.py")):
+        for line, name in _looks_inside(ast.parse(path.read_text())):
+            bad.append(f"{path.relative_to(ROOT)}:{line}: looks inside {name}")
+    assert bad == []
+
+
+def test_looking_inside_is_seen():
+    planted = "def f(view, key):\n    return view['node'], key[0], view.get('x')\n"
+    assert [n for _, n in _looks_inside(ast.parse(planted))] == ["view", "key", "view"]

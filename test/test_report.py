@@ -15,11 +15,13 @@ import pytest
 
 from browser import CHROMIUM, Browser
 from conftest import MODELS
-from cmc.engine.model import Outcome, Property, Stats, Step
+from cmc.engine.model import Action as EngineAction
+from cmc.engine.model import ActionKind, Outcome, Property, Stats, Step
+from cmc.kernel.cluster import Action
 from cmc.kernel.net import quote
 from cmc.report import tlc
 from cmc.report.console import LiveReporter, make_reporter
-from cmc.report.html import action_of, render, report_from_trace, unquote, write_html
+from cmc.report.html import render, report_from_trace, write_html
 
 HOSTILE = "<script>alert(1)</script> & \"quotes\" 'q' \x1b[31mred\x1b[0m"
 
@@ -33,6 +35,15 @@ def world(log1=(), alive2=True, replies=(), network=()):
 
 def handmade() -> dict:
     ack = {"client": "c1", "node": 1, "index": 0, "req": "GET", "raw": "<b>ACK</b>", "val": 1}
+    actions = [None,
+               {"kind": "DELIVER", "src": "c1", "dst": "n1", "msg": "DATA",
+                "data": "GET </pre><img src=x onerror=alert(1)>\n"},
+               {"kind": "DROP", "src": "n1", "dst": "n2", "msg": None, "data": None},
+               {"kind": "DUP", "src": "n1", "dst": "n2", "msg": "DATA", "data": "x"},
+               {"kind": "FIRE", "node": "n2", "what": "nanosleep 0.1s"},
+               {"kind": "CRASH", "node": "n1"},
+               {"kind": "DELIVER", "src": "n1", "dst": "10.0.0.9:53", "msg": "DATA",
+                "data": "y" * 300}]
     labels = [None,
               'DELIVER c1 -> n1 "GET </pre><img src=x onerror=alert(1)>\\n"',
               "DROP n1 -> n2",
@@ -40,14 +51,13 @@ def handmade() -> dict:
               "FIRE n2 nanosleep 0.1s",
               "CRASH n1",
               'DELIVER n1 -> 10.0.0.9:53 "' + "y" * 300 + '"']
-    steps = [{"label": lab, "action": action_of(lab),
+    steps = [{"label": lab, "action": act,
               "view": world(alive2=i != 4, replies=[ack] if i >= 5 else [],
                             network=[{"src": "n1", "dst": "n2", "kind": "DATA",
                                       "data": "<i>in flight</i>"}]),
               "output": {"n1": {"stdout": HOSTILE, "stderr": "warn <u>", "calls": [
                   f'sendto(5, 0x1, 6, 0, NULL, 0) = 6  "<step {i}>"']}, "n2": {}}}
-             for i, lab in enumerate(labels)]
-    steps[4]["action"] = None       # derived from the label when absent
+             for i, (lab, act) in enumerate(zip(labels, actions))]
     return {"model": "hand<made>.model", "property": {"kind": "invariant", "name": "safe"},
             "verdict": "violated", "message": "Error: Invariant safe is violated.",
             "nodes": ["n1", "n2"], "clients": ["c1"], "steps": steps}
@@ -131,24 +141,48 @@ def test_side_panel_of_each_step():
     assert page.count('<section class="panel"') == 7
 
 
-def test_labels_become_actions():
-    assert action_of('DELIVER alice -> primary "PUT 7\\n"') == {
-        "kind": "DELIVER", "src": "alice", "dst": "primary", "data": "PUT 7\n", "msg": "DATA"}
-    assert action_of("DELIVER primary -> backup CONNECT")["msg"] == "CONNECT"
-    assert action_of("DROP primary -> backup") == {
-        "kind": "DROP", "src": "primary", "dst": "backup", "data": None, "msg": None}
-    assert action_of("FIRE primary nanosleep 0.1s") == {
-        "kind": "FIRE", "node": "primary", "what": "nanosleep 0.1s"}
-    assert action_of("CRASH primary") == {"kind": "CRASH", "node": "primary"}
-    assert action_of(None) is None
-    raw = b'PUT 7\n\r\t"\\ \x00\x7f caf\xc3\xa9'
-    assert unquote(quote(raw)) == raw.decode()
+def test_actions_render_their_labels_from_fields():
+    """The kernel's action is fields; its label and the report's record come from them
+    (no reporter parses a label)."""
+    raw = b'PUT 7\n\r\t"\\ \x00\x7f caf\xc3\xa9 \xff'
+    deliver = Action(("DELIVER", (), 0, 0), "DELIVER", "alice", "primary", "DATA", raw)
+    assert deliver.label == "DELIVER alice -> primary " + quote(raw)
+    assert deliver.fields() == {"kind": "DELIVER", "src": "alice", "dst": "primary",
+                                "data": raw.decode("utf-8", "replace"), "msg": "DATA"}
+    connect = Action(("DELIVER", (), 0, 0), "DELIVER", "primary", "backup", "CONNECT")
+    assert connect.label == "DELIVER primary -> backup CONNECT"
+    assert connect.fields()["msg"] == connect.fields()["data"] == "CONNECT"
+    drop = Action(("DROP", ()), "DROP", "primary", "backup")
+    assert drop.label == "DROP primary -> backup"
+    assert drop.fields() == {"kind": "DROP", "src": "primary", "dst": "backup",
+                             "data": None, "msg": None}
+    fire = Action(("FIRE", 0), "FIRE", node="primary", call="nanosleep", timeout_ns=10**8)
+    assert fire.label == "FIRE primary nanosleep 0.1s"
+    assert fire.fields() == {"kind": "FIRE", "node": "primary", "what": "nanosleep 0.1s"}
+    crash = Action(("CRASH", 0), "CRASH", node="primary")
+    assert crash.label == "CRASH primary" and crash.fields() == {"kind": "CRASH",
+                                                               "node": "primary"}
+
+
+def test_actions_of_a_real_run_carry_fields(tmp_path):
+    report = durlog_bug_report(str(tmp_path))
+    shown = [(s["label"], s["action"]) for s in report["steps"][1:]]
+    assert [label for label, _ in shown] == DURLOG_BUG
+    for label, action in shown:
+        kind, _, rest = label.partition(" ")
+        assert action["kind"] == kind
+        if kind in ("FIRE", "CRASH"):
+            assert rest.startswith(action["node"] + " ") or rest == action["node"]
+        else:
+            assert rest.startswith(f"{action['src']} -> {action['dst']}")
 
 
 def test_report_from_trace_and_write_html(tmp_path):
     views = [world(), world(log1=[7])]
-    steps = [Step(None, views[0], None, None, {"n1": {"stdout": "up\n"}}),
-             Step('DELIVER c1 -> n1 "PUT 7\\n"', views[1], ("DELIVER",), None, None)]
+    put = Action(("DELIVER",), "DELIVER", "c1", "n1", "DATA", b"PUT 7\n")
+    steps = [Step(None, views[0], None, {"n1": {"stdout": "up\n"}}),
+             Step(EngineAction(put.key, ActionKind.DELIVER, put.label, put.fields()),
+                  views[1], None, None)]
     report = report_from_trace(model="m.model", prop_kind="invariant", prop_name="safe",
                                message="Error: Invariant safe is violated.", steps=steps,
                                clients=["c1"])
@@ -174,7 +208,8 @@ def outcome(verdict="violated") -> Outcome:
     stats = Stats(generated=191, distinct=104, queue=63, depth=5)
     view = world()
     prop = Property("invariant", "safe", lambda v, n: True)
-    trace = [Step(None, view), Step("CRASH n1", view, ("CRASH", 0))]
+    trace = [Step(None, view),
+             Step(EngineAction(("CRASH", 0), ActionKind.CRASH, "CRASH n1"), view)]
     if verdict == "ok":
         trace = []
     return Outcome(verdict, stats, prop if trace else None, trace)
@@ -241,6 +276,7 @@ DURLOG_BUG = ['DELIVER primary -> backup CONNECT', 'DELIVER alice -> primary CON
 def durlog_bug_report(workdir: str) -> dict:
     """Run durlog-bug's counterexample on the real program, collecting each step's
     world and each node's calls and output, as `cmc --replay` does."""
+    from cmc.adapter import engine_action
     from cmc.check import spec_for
     from cmc.cli import parse_args
     from cmc.kernel.cluster import Cluster
@@ -252,11 +288,11 @@ def durlog_bug_report(workdir: str) -> dict:
     cluster.recording = True
     try:
         cluster.launch()
-        steps = [Step(None, cluster.view(), None, None, cluster.drain())]
+        steps = [Step(None, cluster.view(), None, cluster.drain())]
         for label in DURLOG_BUG:
             action = next(a for a in cluster.actions() if a.label == label)
-            cluster.apply(action.key)
-            steps.append(Step(label, cluster.view(), action.key, None, cluster.drain()))
+            taken = engine_action(cluster.apply(action.key))
+            steps.append(Step(taken, cluster.view(), None, cluster.drain()))
     finally:
         cluster.close()
     return report_from_trace(model="durlog.model", prop_kind="invariant",

@@ -131,6 +131,33 @@ def test_sigterm_leaves_nothing_behind(tmp_path):
     assert _cmc_processes() == []
 
 
+def test_interrupts_during_cleanup_leave_nothing_behind(tmp_path):
+    """A second Ctrl-C or SIGTERM (pressed twice; a supervisor that repeats itself)
+    lands in the cleanup of the first: it must not cut the cleanup in half, nor turn
+    the exit status into a kill."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG)], cwd=tmp_path,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(tmp.iterdir()):
+        time.sleep(0.05)
+    time.sleep(1.0)                      # inside the search
+    assert p.poll() is None
+    sent = 0
+    while p.poll() is None and time.time() < deadline + 30:
+        p.send_signal(signal.SIGINT if sent % 2 else signal.SIGTERM)
+        sent += 1
+        time.sleep(0.002)
+    out, err = p.communicate(timeout=30)
+    assert sent > 1
+    assert p.returncode == 130, out + err
+    assert "interrupted" in err and "Traceback" not in err
+    assert list(tmp.iterdir()) == []
+    assert _cmc_processes() == []
+
+
 def test_replay_shows_each_step_of_durlog_bug_with_node_output(tmp_path):
     """Issue 6: `cmc --replay` runs the written trace again from a fresh launch and shows,
     step by step, the action, each node's emulated calls and output, and the world."""

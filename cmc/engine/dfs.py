@@ -130,7 +130,7 @@ class DepthFirst(Search):
             label, fp2, view2 = self.step(system, keys, fps, key)
             return label, fp2, view2, None
         try:
-            label = system.apply(key)
+            label = system.apply(key).label
             fp2 = system.fingerprint()
             view2 = system.view()
         except BaseException:

@@ -29,6 +29,9 @@ class Action:
     key: tuple              # opaque to the engine: what `System.apply` takes
     kind: ActionKind
     label: str
+    # What a report shows of the action, as a record (the system's, opaque to the
+    # engine; rendered into `label`), so that no reporter parses a label.
+    fields: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def moves_messages(self) -> bool:
@@ -42,7 +45,7 @@ class Action:
 
 class System(Protocol):
     def actions(self) -> list[Action]: ...   # the enabled actions, in a fixed order
-    def apply(self, key: tuple) -> str: ...   # returns the action's label
+    def apply(self, key: tuple) -> Action: ...   # returns the action taken
     def fingerprint(self) -> bytes: ...
     def view(self) -> dict: ...
     def close(self) -> None: ...
@@ -50,8 +53,10 @@ class System(Protocol):
     # faithfully. Raises CopyFailed when copying broke this world (it is closed).
     # `is_copy`: this world was made by fork() (or is one stepped on since).
     def fork(self) -> "System | None": ...
-    # What the fingerprint covers, as named parts (name, {field: value}): how the
-    # engine says what differs between two worlds whose views are equal.
+    # The world as named parts (name, {field: value}), what a trace shows first,
+    # then all the fingerprint covers: how the engine says what differs between two
+    # worlds without knowing their shape. The view is opaque to the engine: it
+    # goes to the properties and the reporters, never read here.
     def parts(self) -> list[tuple[str, dict]]: ...
 
 
@@ -79,11 +84,18 @@ class Step:
     """One state of a behavior: the action that led to it (None: initial) and the world.
     `output` is what an observer of a replay collected at that step (e.g. the calls
     and output of each node), opaque to the engine."""
-    label: str | None
+    action: Action | None
     view: dict
-    key: tuple | None = None
     fingerprint: bytes | None = None
     output: object = None
+
+    @property
+    def label(self) -> str | None:
+        return self.action.label if self.action is not None else None
+
+    @property
+    def key(self) -> tuple | None:
+        return self.action.key if self.action is not None else None
 
 
 @dataclass

@@ -54,16 +54,16 @@ def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
         if fps is not None and fp != fps[0]:
             raise Nondeterminism(0, None)
         if collect:
-            steps.append(Step(None, system.view(), None, fp,
+            steps.append(Step(None, system.view(), fp,
                               observe(system) if observe else None))
         for i, key in enumerate(keys, 1):
-            label = system.apply(key)
+            action = system.apply(key)
             if fps is not None and i < len(fps) or collect:
                 fp = system.fingerprint()
             if fps is not None and i < len(fps) and fp != fps[i]:
-                raise Nondeterminism(i, label)
+                raise Nondeterminism(i, action.label)
             if collect:
-                steps.append(Step(label, system.view(), key, fp,
+                steps.append(Step(action, system.view(), fp,
                                   observe(system) if observe else None))
     except BaseException:
         system.close()
@@ -76,7 +76,7 @@ def take_step(system: System, key: tuple, with_actions: bool = False, close: boo
     `close`; on an error it is closed anyway). Returns (label, fingerprint, view)
     and, with_actions, the enabled actions."""
     try:
-        label = system.apply(key)
+        label = system.apply(key).label
         out = (label, system.fingerprint(), system.view())
         if with_actions:
             out += (system.actions(),)
@@ -130,30 +130,21 @@ def explained(model: Model, keys: list[tuple], shift: int) -> Nondeterminism:
             runs.append((steps[-1], system.parts()))
         finally:
             system.close()
-    (first, parts), (second, parts2) = runs
-    return Nondeterminism(len(keys), first.label,
-                          difference(first.view, second.view, parts, parts2), det=True)
+    (first, parts), (_, parts2) = runs
+    return Nondeterminism(len(keys), first.label, difference(parts, parts2), det=True)
 
 
-def difference(a: dict, b: dict, parts_a=None, parts_b=None) -> str:
-    """The first part of two worlds that differs, for a person to read: from their
-    views, else from the systems' named parts when they are given."""
-    names = a.get("node_names") or []
-    for part in ("node", "durable", "alive", "crashes"):
-        for i, (x, y) in enumerate(zip(a.get(part) or [], b.get(part) or [])):
-            if x != y:
-                who = names[i] if i < len(names) else str(i)
-                return f"{part}[{who}] was {_shown(x)}, then {_shown(y)}"
-    for part in ("replies", "network"):
-        if a.get(part) != b.get(part):
-            return f"{part} was {_shown(a.get(part))}, then {_shown(b.get(part))}"
-    for (name, x), (name2, y) in zip(parts_a or [], parts_b or []):
+def difference(parts_a: list[tuple[str, dict]], parts_b: list[tuple[str, dict]]) -> str:
+    """The first field of two worlds' named parts (System.parts) that differs, for a
+    person to read."""
+    for (name, x), (name2, y) in zip(parts_a, parts_b):
         if name != name2:
             return f"the first run had {name}, the second {name2}"
         for field in x:
             if x[field] != y.get(field):
-                return f"{name}: {field} was {_shown(x[field])}, then {_shown(y.get(field))}"
-    if parts_a is not None and len(parts_a) != len(parts_b):
+                where = f"{name}: " if name else ""
+                return f"{where}{field} was {_shown(x[field])}, then {_shown(y.get(field))}"
+    if len(parts_a) != len(parts_b):
         return f"the worlds have {len(parts_a)} and {len(parts_b)} parts"
     return "the fingerprints differ (a part of the world not shown in the trace)"
 

@@ -112,7 +112,7 @@ class _Walk:
     def take(self, key: tuple, view: dict):
         """One step of the walk; returns (outcome or None, the world's view after)."""
         sim = self.sim
-        label = self.system.apply(key)
+        label = self.system.apply(key).label
         fp2 = self.system.fingerprint()
         view2 = self.system.view()
         if sim.det:

@@ -34,7 +34,8 @@ def clock_value(node, clk: int) -> int | None:
 
 
 @handles("clock_gettime")
-def sys_clock_gettime(node, args):
+def sys_clock_gettime(call):
+    node, args = call.node, call.args
     value = clock_value(node, signed(args[0]))
     if value is None:
         return Err(errno.EINVAL)
@@ -44,7 +45,8 @@ def sys_clock_gettime(node, args):
 
 
 @handles("gettimeofday")
-def sys_gettimeofday(node, args):
+def sys_gettimeofday(call):
+    node, args = call.node, call.args
     ns = node.realtime_ns()
     if args[0] and not node.write(args[0], struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)):
         return Err(errno.EFAULT)
@@ -54,7 +56,8 @@ def sys_gettimeofday(node, args):
 
 
 @handles("time")
-def sys_time(node, args):
+def sys_time(call):
+    node, args = call.node, call.args
     secs = node.realtime_ns() // 10**9
     if args[0] and not node.write(args[0], struct.pack("<q", secs)):
         return Err(errno.EFAULT)
@@ -70,7 +73,8 @@ def sleep_block(node, duration_ns: int, rem_addr: int, what: str) -> Block:
 
 
 @handles("nanosleep")
-def sys_nanosleep(node, args):
+def sys_nanosleep(call):
+    node, args = call.node, call.args
     ns = read_timespec(node, args[0])
     if ns is None:
         return Err(errno.EINVAL)
@@ -78,7 +82,8 @@ def sys_nanosleep(node, args):
 
 
 @handles("clock_nanosleep")
-def sys_clock_nanosleep(node, args):
+def sys_clock_nanosleep(call):
+    node, args = call.node, call.args
     clk, flags = signed(args[0]), args[1]
     ns = read_timespec(node, args[2])
     now = clock_value(node, clk)
@@ -92,7 +97,8 @@ def sys_clock_nanosleep(node, args):
 
 # -- randomness ------------------------------------------------------------------
 @handles("getrandom")
-def sys_getrandom(node, args):
+def sys_getrandom(call):
+    node, args = call.node, call.args
     n = min(args[1], 1 << 20)
     if not node.write(args[0], node.random_bytes(n)):
         return Err(errno.EFAULT)
@@ -101,7 +107,8 @@ def sys_getrandom(node, args):
 
 # -- fds 3 and 193, and writes to virtual sockets ----------------------------------
 @handles("write", "pwrite64")
-def sys_write(node, args):
+def sys_write(call):
+    node, args = call.node, call.args
     fd = fd_arg(args[0])
     if fd in (STATE_FD, DURABLE_FD):
         data = node.read(args[1], args[2])
@@ -114,7 +121,8 @@ def sys_write(node, args):
 
 
 @handles("writev", "pwritev", "pwritev2")
-def sys_writev(node, args):
+def sys_writev(call):
+    node, args = call.node, call.args
     fd = fd_arg(args[0])
     if args[2] > IOV_MAX:
         return Err(errno.EINVAL)
@@ -130,8 +138,9 @@ def sys_writev(node, args):
 
 # -- exec and processes --------------------------------------------------------------
 @handles("execve", "execveat")
-def sys_execve(node, args):
-    notif = node.current
+def sys_execve(call):
+    node, args = call.node, call.args
+    notif = call.notif
     if notif.nr == NR["execveat"]:
         path = node.read_cstr(args[1])
         dirfd = fd_arg(args[0])
@@ -171,7 +180,8 @@ def _exec_seed(node) -> bytes:
 
 
 @handles("clone")
-def sys_clone(node, args):
+def sys_clone(call):
+    node, args = call.node, call.args
     if args[0] & CLONE_THREAD:
         node.threads += 1
         return CONTINUE
@@ -181,7 +191,8 @@ def sys_clone(node, args):
 
 
 @handles("clone3")
-def sys_clone3(node, args):
+def sys_clone3(call):
+    node, args = call.node, call.args
     raw = node.read(args[0], 8)
     flags = struct.unpack("<Q", raw)[0] if raw and len(raw) == 8 else 0
     if flags & CLONE_THREAD:
@@ -193,9 +204,10 @@ def sys_clone3(node, args):
 
 
 @handles("fork", "vfork")
-def sys_fork(node, args):
+def sys_fork(call):
+    node = call.node
     raise TargetError(node.cluster.where(node) +
-                      f"called {NAME[node.current.nr]}() to create a new process, which cmc "
+                      f"called {NAME[call.nr]}() to create a new process, which cmc "
                       "does not support")
 
 
@@ -235,14 +247,16 @@ def _read_rlimit(node, addr: int) -> tuple[int, int] | None:
 
 
 @handles("getrlimit")
-def sys_getrlimit(node, args):
+def sys_getrlimit(call):
+    node, args = call.node, call.args
     if args[0] != RLIMIT_NOFILE:
         return CONTINUE
     return Ret(0) if node.write(args[1], _pack_rlimit(node.nofile)) else Err(errno.EFAULT)
 
 
 @handles("setrlimit")
-def sys_setrlimit(node, args):
+def sys_setrlimit(call):
+    node, args = call.node, call.args
     if args[0] != RLIMIT_NOFILE:
         return CONTINUE
     new = _read_rlimit(node, args[1])
@@ -252,9 +266,10 @@ def sys_setrlimit(node, args):
 
 
 @handles("prlimit64")
-def sys_prlimit64(node, args):
+def sys_prlimit64(call):
+    node, args = call.node, call.args
     pid = args[0] & 0xFFFFFFFF
-    if args[1] != RLIMIT_NOFILE or pid not in (0, node.pid, node.current.pid):
+    if args[1] != RLIMIT_NOFILE or pid not in (0, node.pid, call.pid):
         return CONTINUE
     new = None
     if args[2]:
@@ -271,10 +286,11 @@ _NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
 
 
 @handles("open", "openat", "openat2")
-def sys_open(node, args):
+def sys_open(call):
     """Only opens whose path contains "limits" come here (filter.PASS_OPEN): the
     limits file of a node's own process shows its emulated descriptor limit."""
-    notif = node.current
+    node, args = call.node, call.args
+    notif = call.notif
     if notif.nr == NR["open"]:
         dirfd, path, flags = AT_FDCWD, node.read_cstr(args[0]), args[1]
     else:
@@ -316,7 +332,8 @@ def sys_open(node, args):
 
 
 @handles("close_range")
-def sys_close_range(node, args):
+def sys_close_range(call):
+    node, args = call.node, call.args
     first, last = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF
     for fd in sorted(node.fds):
         if first <= fd <= last:

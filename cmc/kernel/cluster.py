@@ -17,6 +17,7 @@ from typing import Callable
 import xxhash
 
 from ..errors import EngineError
+from ..interrupts import interrupts_held
 from . import dgram
 from .fork import check_intact, fork_world
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
@@ -66,14 +67,47 @@ def describe_key(key: tuple) -> str:
 @dataclass(frozen=True)
 class Action:
     """An enabled environment action: its key (what identifies it in its world, and
-    what a trace stores) and its label."""
+    what a trace stores) and what it does, as fields; its label is rendered from
+    them. A message's action names its channel (src -> dst) and the message: msg is
+    DATA (then data is its bytes) or a control message (CONNECT, FIN, RST); None is
+    the whole channel (a FIFO drop resets the connection). FIRE and CRASH name a
+    node; a FIRE also the blocked call it wakes and its timeout."""
     key: tuple
-    label: str
+    kind: str                   # DELIVER, DROP, DUP, FIRE or CRASH
+    src: str = ""
+    dst: str = ""
+    msg: str | None = None
+    data: bytes | None = None
+    node: str = ""
+    call: str = ""
+    timeout_ns: int = 0
 
     @property
-    def kind(self) -> str:
-        """DELIVER, DROP, DUP, FIRE or CRASH (a datagram's key says DELIVER_DGRAM...)."""
-        return self.key[0].split("_")[0]
+    def label(self) -> str:
+        if self.kind == "FIRE":
+            return f"FIRE {self.node} {self.call} {self.timeout_ns / 1e9:g}s"
+        if self.kind == "CRASH":
+            return f"CRASH {self.node}"
+        text = f"{self.kind} {self.src} -> {self.dst}"
+        if self.msg is None:
+            return text
+        return f"{text} {quote(self.data) if self.msg == DATA else self.msg}"
+
+    def fields(self) -> dict:
+        """What a report shows of the action (its bytes as text: UTF-8, invalid
+        sequences replaced, as the world's `network` shows them)."""
+        if self.kind == "FIRE":
+            return {"kind": self.kind, "node": self.node,
+                    "what": f"{self.call} {self.timeout_ns / 1e9:g}s"}
+        if self.kind == "CRASH":
+            return {"kind": self.kind, "node": self.node}
+        data = self.msg if self.msg != DATA else self.data.decode("utf-8", "replace")
+        return {"kind": self.kind, "src": self.src, "dst": self.dst, "data": data,
+                "msg": self.msg}
+
+
+def _message(kind: str, key: tuple, src: str, dst: str, m: Msg) -> Action:
+    return Action(key, kind, src, dst, m.kind, m.data if m.kind == DATA else None)
 
 
 class Client:
@@ -224,17 +258,20 @@ class Cluster:
         self.settle()
 
     def close(self) -> None:
-        for node in self.nodes:         # all at once: their ends overlap
-            node.send_kill()
-        for node in self.nodes:
-            node.reap()
-        try:
-            if sys.exc_info()[0] is None:      # not while another error is on its way
-                check_intact(self)
-        finally:
-            self._fork_plans = self._fork_stamp = None
-            if self.own_root is not None:
-                shutil.rmtree(self.own_root, ignore_errors=True)
+        """Kill and reap the nodes and remove the world's own directory: whole, an
+        interrupt waits until it is done (cmc/interrupts.py)."""
+        with interrupts_held():
+            for node in self.nodes:         # all at once: their ends overlap
+                node.send_kill()
+            for node in self.nodes:
+                node.reap()
+            try:
+                if sys.exc_info()[0] is None:      # not while another error is on its way
+                    check_intact(self)
+            finally:
+                self._fork_plans = self._fork_stamp = None
+                if self.own_root is not None:
+                    shutil.rmtree(self.own_root, ignore_errors=True)
 
     def fork(self, root: str) -> "Cluster":
         """A copy of this (quiescent) world, without a replay: see fork.py."""
@@ -303,12 +340,11 @@ class Cluster:
             for side in (0, 1):
                 src, dst = self._chan_names(conn, side)
                 for i, m in self._messages(conn, side):
-                    out.append(Action(("DELIVER", key, side, i),
-                                      f"DELIVER {src} -> {dst} {m.describe()}"))
+                    out.append(_message("DELIVER", ("DELIVER", key, side, i), src, dst, m))
         dgrams = self._dgram_groups()
         for group, d in dgrams:
             src, dst = self._dgram_names(d)
-            out.append(Action(("DELIVER_DGRAM", group), f"DELIVER {src} -> {dst} {quote(d.data)}"))
+            out.append(Action(("DELIVER_DGRAM", group), "DELIVER", src, dst, DATA, d.data))
         if self.budgets.get("drop", 0) > 0:
             for key, conn in conns:
                 if not conn.in_flight():
@@ -317,14 +353,13 @@ class Cluster:
                     for side in (0, 1):
                         src, dst = self._chan_names(conn, side)
                         for i, m in self._messages(conn, side):
-                            out.append(Action(("DROP", key, side, i),
-                                              f"DROP {src} -> {dst} {m.describe()}"))
+                            out.append(_message("DROP", ("DROP", key, side, i), src, dst, m))
                 else:
                     src, dst = self._chan_names(conn, 0)
-                    out.append(Action(("DROP", key), f"DROP {src} -> {dst}"))
+                    out.append(Action(("DROP", key), "DROP", src, dst))
             for group, d in dgrams:
                 src, dst = self._dgram_names(d)
-                out.append(Action(("DROP_DGRAM", group), f"DROP {src} -> {dst} {quote(d.data)}"))
+                out.append(Action(("DROP_DGRAM", group), "DROP", src, dst, DATA, d.data))
         if bag and self.budgets.get("dup", 0) > 0:
             for key, conn in conns:
                 if not conn.established:
@@ -333,35 +368,34 @@ class Cluster:
                     src, dst = self._chan_names(conn, side)
                     for i, m in self._messages(conn, side):
                         if m.kind == DATA:
-                            out.append(Action(("DUP", key, side, i),
-                                              f"DUP {src} -> {dst} {m.describe()}"))
+                            out.append(_message("DUP", ("DUP", key, side, i), src, dst, m))
             for group, d in dgrams:
                 src, dst = self._dgram_names(d)
-                out.append(Action(("DUP_DGRAM", group), f"DUP {src} -> {dst} {quote(d.data)}"))
+                out.append(Action(("DUP_DGRAM", group), "DUP", src, dst, DATA, d.data))
         fire = self.budgets.get("fire")
         if fire is None or fire > 0:
             for node in self.nodes:
                 if node.alive and node.pending and node.pending[1].timeout_ns:
                     block = node.pending[1]
-                    out.append(Action(("FIRE", node.index),
-                                      f"FIRE {node.name} {block.what} {block.timeout_ns / 1e9:g}s"))
+                    out.append(Action(("FIRE", node.index), "FIRE", node=node.name,
+                                      call=block.what, timeout_ns=block.timeout_ns))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:
                 if node.alive:
-                    out.append(Action(("CRASH", node.index), f"CRASH {node.name}"))
+                    out.append(Action(("CRASH", node.index), "CRASH", node=node.name))
         return out
 
-    def apply(self, key: tuple) -> str:
-        """Apply one enabled action; returns its label."""
-        label = next((a.label for a in self.actions() if a.key == key), None)
-        if label is None:
+    def apply(self, key: tuple) -> Action:
+        """Apply one enabled action; returns it."""
+        action = next((a for a in self.actions() if a.key == key), None)
+        if action is None:
             raise EngineError(f"nondeterminism: replaying the same actions, the action taken at "
                               f"step {self.step + 1} ({describe_key(key)}) is not enabled "
                               "any more; the program under check (or cmc) is not "
                               "deterministic")
         check_intact(self)                 # if it was copied: still as it was left?
         self.step += 1
-        self.step_label = f"<{label}>"
+        self.step_label = f"<{action.label}>"
         self._fork_plans = self._fork_stamp = None
         kind = key[0]
         if kind == "DELIVER":
@@ -400,7 +434,7 @@ class Cluster:
         self.net.collect()
         self.settle()
         self.net.collect()
-        return label
+        return action
 
     def _conn_by_key(self, key: tuple) -> Connection:
         for k, c in self._conns_in_order():
@@ -479,10 +513,19 @@ class Cluster:
                    "blocked call (what, timeout ns)")
 
     def parts(self) -> list[tuple[str, dict]]:
-        """What the fingerprint covers, in named parts with named fields, for telling
-        a person which part of two worlds differs (the engine's `difference`)."""
+        """The world in named parts with named fields, for telling a person which
+        part of two worlds differs (the engine's `difference` reports the first field
+        that does): first what a trace shows of it (its view; the part named ""),
+        then everything the fingerprint covers."""
+        view = self.view()
+        shown = {}
+        for part in ("node", "durable", "alive", "crashes"):
+            for name, value in zip(view["node_names"], view[part]):
+                shown[f"{part}[{name}]"] = value
+        shown.update(replies=view["replies"], network=view["network"])
         nodes, conns, dgrams, udp, listeners, clients, budgets, replies = self._world()
-        out = [(f"node {n[0]}", dict(zip(self.NODE_FIELDS[1:], n[1:]))) for n in nodes]
+        out = [("", shown)]
+        out += [(f"node {n[0]}", dict(zip(self.NODE_FIELDS[1:], n[1:]))) for n in nodes]
         out += [(f"connection {c[0]}", dict(zip(("established", "refused", "channel out",
                                                   "channel back", "one end", "other end"),
                                                  c[1:]))) for c in conns]

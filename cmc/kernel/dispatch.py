@@ -3,7 +3,7 @@ from the handlers' `handles` marks in the modules below, imported here explicitl
 from __future__ import annotations
 
 from . import calls, fdcalls, sockopts, stream, waitcalls
-from .handler import unsupported
+from .handler import Call, unsupported
 from .syscalls_x86_64 import NR
 
 
@@ -26,5 +26,4 @@ def dispatch(node, notif):
     handler = HANDLERS.get(notif.nr)
     if handler is None:
         return unsupported(node, notif.nr, notif.args)
-    node.current = notif
-    return handler(node, notif.args)
+    return handler(Call(node, notif))

@@ -18,26 +18,28 @@ from .syscalls_x86_64 import NR
 
 
 @handles("close")
-def sys_close(node, args):
+def sys_close(call):
+    node, args = call.node, call.args
     return Ret(0) if close_vfd(node, fd_arg(args[0])) else Err(errno.EBADF)
 
 
-def _state_fd_copy(node, args):
+def _state_fd_copy(call):
     """fcntl/dup on fd 3 or 193: a copy would let state writes escape cmc."""
+    node, args = call.node, call.args
     fd = fd_arg(args[0])
     if fd not in (STATE_FD, DURABLE_FD):
         return None
-    if node.current.nr == NR["fcntl"] and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
+    if call.nr == NR["fcntl"] and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
         return CONTINUE          # F_GETFL, F_SETFD...: native
-    return unsupported(node, node.current.nr, args,
+    return unsupported(node, call.nr, args,
                        f"copies fd {fd}, where the node's {'durable ' if fd == 193 else ''}state "
                        "is written; cmc takes state only as writes to fd 3 and 193 themselves")
 
 
 def refuse_state_copies(fn):
-    def wrapper(node, args):
-        verdict = _state_fd_copy(node, args)
-        return verdict if verdict is not None else fn(node, args)
+    def wrapper(call):
+        verdict = _state_fd_copy(call)
+        return verdict if verdict is not None else fn(call)
     wrapper.__name__ = fn.__name__
     return wrapper
 
@@ -45,7 +47,8 @@ def refuse_state_copies(fn):
 @handles("fcntl")
 @refuse_state_copies
 @with_sock
-def sys_fcntl(node, sock, args):
+def sys_fcntl(call, sock):
+    node, args = call.node, call.args
     fd, cmd, arg = fd_arg(args[0]), args[1] & 0xFFFFFFFF, args[2]
     if cmd == F_GETFL:
         return Ret(os.O_RDWR | (O_NONBLOCK if sock.nonblock else 0))
@@ -62,12 +65,13 @@ def sys_fcntl(node, sock, args):
             return Err(errno.EINVAL)
         return new_fd(node, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC,
                       dup=True)
-    return unsupported(node, node.current.nr, args, "uses an fcntl command cmc does not emulate")
+    return unsupported(node, call.nr, args, "uses an fcntl command cmc does not emulate")
 
 
 @handles("ioctl")
 @with_sock
-def sys_ioctl(node, sock, args):
+def sys_ioctl(call, sock):
+    node, args = call.node, call.args
     req = args[1] & 0xFFFFFFFF
     if req == FIONBIO:
         raw = node.read(args[2], 4)
@@ -83,7 +87,7 @@ def sys_ioctl(node, sock, args):
         else:
             n = len(sock.ep.rbuf) if sock.ep is not None else 0
         return Ret(0) if node.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
-    return unsupported(node, node.current.nr, args, "uses an ioctl cmc does not emulate")
+    return unsupported(node, call.nr, args, "uses an ioctl cmc does not emulate")
 
 
 def _stat_bytes(sock: Sock) -> bytes:
@@ -97,12 +101,14 @@ def _stat_bytes(sock: Sock) -> bytes:
 
 @handles("fstat")
 @with_sock
-def sys_fstat(node, sock, args):
+def sys_fstat(call, sock):
+    node, args = call.node, call.args
     return Ret(0) if node.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
 @handles("newfstatat")
-def sys_newfstatat(node, args):
+def sys_newfstatat(call):
+    node, args = call.node, call.args
     sock = get_sock(node, fd_arg(args[0]))
     if sock is None:
         return Err(errno.EBADF)
@@ -115,42 +121,46 @@ def sys_newfstatat(node, args):
 @handles("dup")
 @refuse_state_copies
 @with_sock
-def sys_dup(node, sock, args):
+def sys_dup(call, sock):
+    node = call.node
     return new_fd(node, sock, dup=True)
 
 
 @handles("dup2", "dup3")
 @refuse_state_copies
-def sys_dup2(node, args):
+def sys_dup2(call):
+    node, args = call.node, call.args
     old, new = fd_arg(args[0]), fd_arg(args[1])
     sock = get_sock(node, old)
     if sock is None:
-        return unsupported(node, node.current.nr, args,
+        return unsupported(node, call.nr, args,
                            "moves a real descriptor onto a virtual descriptor number")
     if new < VFD_BASE:
-        return unsupported(node, node.current.nr, args,
+        return unsupported(node, call.nr, args,
                            "moves a virtual socket below descriptor 500")
-    if node.current.nr == NR["dup3"] and args[2] & ~0o2000000:
+    if call.nr == NR["dup3"] and args[2] & ~0o2000000:
         return Err(errno.EINVAL)
     if new >= node.nofile[0]:
         return Err(errno.EBADF)
     if old == new:
-        return Err(errno.EINVAL) if node.current.nr == NR["dup3"] else Ret(new)
+        return Err(errno.EINVAL) if call.nr == NR["dup3"] else Ret(new)
     close_vfd(node, new)
     sock.refs += 1
     node.fds[new] = sock
-    if node.current.nr == NR["dup3"] and args[2] & 0o2000000:
+    if call.nr == NR["dup3"] and args[2] & 0o2000000:
         node.cloexec.add(new)
     return Ret(new)
 
 
 @handles("lseek", "pread64", "preadv", "preadv2")
-def sys_espipe(node, args):
+def sys_espipe(call):
+    node, args = call.node, call.args
     return Err(errno.ESPIPE) if get_sock(node, fd_arg(args[0])) else Err(errno.EBADF)
 
 
 @handles("fsync", "fdatasync", "ftruncate", "fchdir", "getdents64", "flock")
-def sys_einval(node, args):
+def sys_einval(call):
+    node, args = call.node, call.args
     if get_sock(node, fd_arg(args[0])) is None:
         return Err(errno.EBADF)
-    return Err(errno.ENOTDIR if node.current.nr in (NR["fchdir"], NR["getdents64"]) else errno.EINVAL)
+    return Err(errno.ENOTDIR if call.nr in (NR["fchdir"], NR["getdents64"]) else errno.EINVAL)

@@ -38,6 +38,7 @@ import stat
 import types
 
 from ..errors import EngineError, TargetError
+from ..interrupts import interrupts_held
 from . import _native
 
 # How long a process made to re-issue its held call may take to do so: a notification
@@ -231,7 +232,6 @@ def rebind(node, held) -> None:
         raise ForkFailed(f"fork of node {node.name}: its held call did not come back "
                          f"({held.nr} expected, got {notif and notif.nr})")
     node.pending = (notif, node.pending[1])
-    node.current = notif
 
 
 # -- the world ------------------------------------------------------------------------
@@ -292,12 +292,13 @@ def fork_world(cluster, root: str):
             if not n.alive:
                 continue
             held = n.pending[0]
-            try:
-                child = _native.fork_node(n.pid, n.listener, held.id, m.cwd)
-            except OSError as e:
-                raise ForkFailed(f"fork of node {n.name} (pid {n.pid}) failed: "
-                                 f"{e.strerror}") from None
-            m._attach(child, n.tap)
+            with interrupts_held():       # no process started and not recorded
+                try:
+                    child = _native.fork_node(n.pid, n.listener, held.id, m.cwd)
+                except OSError as e:
+                    raise ForkFailed(f"fork of node {n.name} (pid {n.pid}) failed: "
+                                     f"{e.strerror}") from None
+                m._attach(child, n.tap)
             rebind(n, held)
             rebind(m, held)
             plan, home = plans[n.index]

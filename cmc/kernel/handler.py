@@ -2,16 +2,48 @@
 handler answers (dispatch.py builds the table from the marks), the error for a call
 cmc does not support, and reading a call's arguments out of the node's memory.
 
-A handler takes (node, args), with the notification being answered in
-`node.current`, and returns an answer (answer.py).
+A handler takes the `Call` it answers -- the node that made it, the notification
+(number, arguments, the thread that made it, the id the answer goes to), the
+network -- and returns an answer (answer.py). Nothing about the call being answered
+is kept on the node: a handler knows only what it is given.
 """
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 from ..errors import TargetError
 from .abi import IOV_MAX
 from .syscalls_x86_64 import NAME
+
+
+@dataclass(frozen=True)
+class Call:
+    """One notified system call, as its handler sees it."""
+    node: object            # the Node whose process (one of its threads) made it
+    notif: object           # the notification: .nr, .args, .pid (the thread), .id
+
+    @property
+    def nr(self) -> int:
+        return self.notif.nr
+
+    @property
+    def args(self) -> tuple:
+        return self.notif.args
+
+    @property
+    def pid(self) -> int:
+        """The thread that made the call (the process's pid for its first thread)."""
+        return self.notif.pid
+
+    @property
+    def id(self) -> int:
+        """What the answer (or a descriptor placed for it) is addressed to."""
+        return self.notif.id
+
+    @property
+    def net(self):
+        return self.node.cluster.net
 
 
 def handles(*names: str):

@@ -40,6 +40,7 @@ import signal
 import time
 
 from ..errors import TargetError, UnsupportedMachine
+from ..interrupts import interrupts_held
 from . import _native
 from .abi import VFD_BASE
 from .answer import ANSWERED, CONTINUE, Block, Err
@@ -147,7 +148,6 @@ class Node:
         self.tap: Tap | None = None
         self.pidfd = -1
         self.alive = False
-        self.current = None            # the notification being answered (set by dispatch)
         self._reset_incarnation()
 
     # -- per-incarnation state -----------------------------------------------
@@ -182,14 +182,16 @@ class Node:
             if self.cluster.shift:
                 env[DET_PAD_NAME] = det_pad(self.cluster.shift)
             fds = [null_in, so.fileno(), se.fileno(), null_out, null_out]
-            try:
-                self.pid, self.listener, keepalive = _native.spawn(
-                    self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
-            except OSError as e:
-                raise UnsupportedMachine(
-                    f"cannot start node {self.name} under the seccomp filter: {e.strerror} "
-                    "(cmc needs Linux >= 5.9 with seccomp user notification)") from None
-        self._attach(self.pid, Tap(self.listener, self.pid))
+            with interrupts_held():       # no process started and not recorded
+                try:
+                    pid, listener, keepalive = _native.spawn(
+                        self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
+                except OSError as e:
+                    raise UnsupportedMachine(
+                        f"cannot start node {self.name} under the seccomp filter: "
+                        f"{e.strerror} (cmc needs Linux >= 5.9 with seccomp user "
+                        "notification)") from None
+                self._attach(pid, Tap(listener, pid))
         COUNTERS["launches"] += 1
         self.run(None)        # answers the first execve: only then may keepalive go
         del keepalive
@@ -380,7 +382,6 @@ class Node:
                 result = done
             if result is not ANSWERED and not self._answer(other, result):
                 return
-            self.current = held
 
     def _answer(self, notif, result) -> bool:
         if self.cluster.recording:

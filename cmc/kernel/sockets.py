@@ -54,11 +54,11 @@ def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
 
 def with_sock(fn):
     """Decorator: resolve args[0] to a virtual socket, EBADF when it is none."""
-    def wrapper(node, args):
-        sock = get_sock(node, fd_arg(args[0]))
+    def wrapper(call):
+        sock = get_sock(call.node, fd_arg(call.args[0]))
         if sock is None:
             return Err(errno.EBADF)
-        return fn(node, sock, args)
+        return fn(call, sock)
     wrapper.__name__ = fn.__name__
     return wrapper
 

@@ -27,7 +27,8 @@ INT = struct.Struct("<i")
 
 @handles("setsockopt")
 @with_sock
-def sys_setsockopt(node, sock, args):
+def sys_setsockopt(call, sock):
+    node, args = call.node, call.args
     level, opt, ptr, optlen = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
     raw = node.read(ptr, min(optlen, 64)) if ptr else b""
     if raw is None:
@@ -100,7 +101,8 @@ def _option_value(sock: Sock, level: int, opt: int) -> bytes:
 
 @handles("getsockopt")
 @with_sock
-def sys_getsockopt(node, sock, args):
+def sys_getsockopt(call, sock):
+    node, args = call.node, call.args
     level, opt, ptr, lenptr = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
     raw = node.read(lenptr, 4)
     if raw is None or len(raw) != 4:

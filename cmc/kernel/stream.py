@@ -28,12 +28,13 @@ MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, 
 
 
 @handles("socket")
-def sys_socket(node, args):
+def sys_socket(call):
+    node, args = call.node, call.args
     family, stype, proto = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF
     if family in NATIVE_FAMILIES:
         return CONTINUE      # local to the node: AF_UNIX, netlink
     if family not in (socket.AF_INET, socket.AF_INET6):
-        return unsupported(node, node.current.nr, args,
+        return unsupported(node, call.nr, args,
                            "asks for a socket family cmc does not emulate (only AF_INET and "
                            "AF_INET6 are virtual; AF_UNIX and AF_NETLINK run natively), and "
                            "nothing may reach the host's network")
@@ -41,7 +42,7 @@ def sys_socket(node, args):
     if stype & ~(0xF | SOCK_NONBLOCK | SOCK_CLOEXEC):
         return Err(errno.EINVAL)
     if base not in (SOCK_STREAM, SOCK_DGRAM):
-        return unsupported(node, node.current.nr, args,
+        return unsupported(node, call.nr, args,
                            "asks for a socket type cmc does not emulate (TCP streams and UDP "
                            "datagrams are)")
     if (base == SOCK_STREAM and proto not in (0, 6)) or (base == SOCK_DGRAM and proto not in (0, 17)):
@@ -53,7 +54,8 @@ def sys_socket(node, args):
 
 @handles("bind")
 @with_sock
-def sys_bind(node, sock, args):
+def sys_bind(call, sock):
+    node, args = call.node, call.args
     parsed = read_addr(node, sock, args[1], args[2])
     if isinstance(parsed, Err):
         return parsed
@@ -90,7 +92,8 @@ def read_addr(node, sock: Sock, ptr: int, length: int):
 
 @handles("listen")
 @with_sock
-def sys_listen(node, sock, args):
+def sys_listen(call, sock):
+    node = call.node
     if sock.stype == SOCK_DGRAM:
         return Err(errno.EOPNOTSUPP)
     if sock.conn is not None:
@@ -109,14 +112,16 @@ def sys_listen(node, sock, args):
 
 @handles("getsockname")
 @with_sock
-def sys_getsockname(node, sock, args):
+def sys_getsockname(call, sock):
+    node, args = call.node, call.args
     local = sock.local or ("0.0.0.0" if sock.family == socket.AF_INET else "::", 0)
     return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
 
 
 @handles("getpeername")
 @with_sock
-def sys_getpeername(node, sock, args):
+def sys_getpeername(call, sock):
+    node, args = call.node, call.args
     if sock.stype == SOCK_DGRAM:
         if sock.peer is None:
             return Err(errno.ENOTCONN)
@@ -130,10 +135,11 @@ def sys_getpeername(node, sock, args):
 
 @handles("accept", "accept4")
 @with_sock
-def sys_accept(node, sock, args):
+def sys_accept(call, sock):
+    node, args = call.node, call.args
     if sock.stype == SOCK_DGRAM:
         return Err(errno.EOPNOTSUPP)
-    flags = args[3] & 0xFFFFFFFF if node.current.nr == NR["accept4"] else 0
+    flags = args[3] & 0xFFFFFFFF if call.nr == NR["accept4"] else 0
     if not sock.listening or flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC):
         return Err(errno.EINVAL)
 
@@ -157,7 +163,8 @@ def sys_accept(node, sock, args):
 
 @handles("connect")
 @with_sock
-def sys_connect(node, sock, args):
+def sys_connect(call, sock):
+    node, args = call.node, call.args
     if sock.stype == SOCK_DGRAM:
         return dgram.connect(node, sock, args[1], args[2])
     if sock.conn is not None:
@@ -197,8 +204,9 @@ def _pipe_error(node, flags: int):
 
 
 def _sigpipe_ignored(node) -> bool:
+    """Whether the process ignores SIGPIPE (a disposition, shared by its threads)."""
     try:
-        with open(f"/proc/{node.current.pid}/status") as f:
+        with open(f"/proc/{node.pid}/status") as f:
             for line in f:
                 if line.startswith("SigIgn:"):
                     return bool(int(line.split()[1], 16) & (1 << (signal.SIGPIPE - 1)))
@@ -259,7 +267,8 @@ def _send_now(node, sock: Sock, data: bytes, flags: int):
 
 
 @handles("sendto")
-def sys_sendto(node, args):
+def sys_sendto(call):
+    node, args = call.node, call.args
     dst = None
     sock = get_sock(node, fd_arg(args[0]))
     if args[4] and sock is not None and sock.stype == SOCK_DGRAM:   # a stream ignores it
@@ -270,7 +279,8 @@ def sys_sendto(node, args):
 
 
 @handles("sendmsg")
-def sys_sendmsg(node, args):
+def sys_sendmsg(call):
+    node, args = call.node, call.args
     raw = node.read(args[1], MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
@@ -361,12 +371,14 @@ def _iov_total(node, iov: int, count: int) -> int | None:
 
 
 @handles("read")
-def sys_read(node, args):
+def sys_read(call):
+    node, args = call.node, call.args
     return sock_recv(node, fd_arg(args[0]), args[2], 0, _to_buffer(node, args[1]), "read")
 
 
 @handles("readv")
-def sys_readv(node, args):
+def sys_readv(call):
+    node, args = call.node, call.args
     if args[2] > 1024:
         return Err(errno.EINVAL)
     total = _iov_total(node, args[1], args[2])
@@ -376,7 +388,8 @@ def sys_readv(node, args):
 
 
 @handles("recvfrom")
-def sys_recvfrom(node, args):
+def sys_recvfrom(call):
+    node, args = call.node, call.args
     fd = fd_arg(args[0])
     sock = get_sock(node, fd)
     to_buf = _to_buffer(node, args[1])
@@ -395,7 +408,8 @@ def sys_recvfrom(node, args):
 
 
 @handles("recvmsg")
-def sys_recvmsg(node, args):
+def sys_recvmsg(call):
+    node, args = call.node, call.args
     raw = node.read(args[1], MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
@@ -426,7 +440,8 @@ def sys_recvmsg(node, args):
 
 @handles("shutdown")
 @with_sock
-def sys_shutdown(node, sock, args):
+def sys_shutdown(call, sock):
+    node, args = call.node, call.args
     how = args[1] & 0xFFFFFFFF
     if how not in (0, 1, 2):
         return Err(errno.EINVAL)

@@ -91,13 +91,15 @@ def _poll(node, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
 
 
 @handles("poll")
-def sys_poll(node, args):
+def sys_poll(call):
+    node, args = call.node, call.args
     ms = fd_arg(args[2])
     return _poll(node, args[0], args[1], None if ms < 0 else ms * 10**6, "poll")
 
 
 @handles("ppoll")
-def sys_ppoll(node, args):
+def sys_ppoll(call):
+    node, args = call.node, call.args
     timeout = read_timespec(node, args[2]) if args[2] else None
     if args[2] and timeout is None:
         return Err(errno.EINVAL)
@@ -164,7 +166,8 @@ def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
 
 
 @handles("select")
-def sys_select(node, args):
+def sys_select(call):
+    node, args = call.node, call.args
     timeout = None
     if args[4]:
         raw = node.read(args[4], 16)
@@ -183,7 +186,8 @@ def sys_select(node, args):
 
 
 @handles("pselect6")
-def sys_pselect6(node, args):
+def sys_pselect6(call):
+    node, args = call.node, call.args
     timeout = read_timespec(node, args[4]) if args[4] else None
     if args[4] and timeout is None:
         return Err(errno.EINVAL)
@@ -204,15 +208,16 @@ class Registration:
 
 
 @handles("epoll_create", "epoll_create1")
-def sys_epoll_create(node, args):
-    flags = args[0] if node.current.nr == NR["epoll_create1"] else 0
-    if node.current.nr == NR["epoll_create"] and fd_arg(args[0]) <= 0:
+def sys_epoll_create(call):
+    node, args = call.node, call.args
+    flags = args[0] if call.nr == NR["epoll_create1"] else 0
+    if call.nr == NR["epoll_create"] and fd_arg(args[0]) <= 0:
         return Err(errno.EINVAL)
     if flags & ~EPOLL_CLOEXEC:
         return Err(errno.EINVAL)
     ep = select.epoll()
     try:
-        fd = _native.addfd(node.listener, node.current.id, ep.fileno(),
+        fd = _native.addfd(node.listener, call.id, ep.fileno(),
                            cloexec=bool(flags & EPOLL_CLOEXEC))
     except OSError as e:
         return Err(e.errno)
@@ -223,7 +228,8 @@ def sys_epoll_create(node, args):
 
 
 @handles("epoll_ctl")
-def sys_epoll_ctl(node, args):
+def sys_epoll_ctl(call):
+    node, args = call.node, call.args
     epfd, op, fd = fd_arg(args[0]), fd_arg(args[1]), fd_arg(args[2])
     regs = node.epolls.get(epfd)
     sock = get_sock(node, fd)
@@ -299,14 +305,16 @@ def _epoll_wait(node, epfd: int, events_addr: int, maxevents: int, timeout_ns, w
 
 
 @handles("epoll_wait", "epoll_pwait")
-def sys_epoll_wait(node, args):
+def sys_epoll_wait(call):
+    node, args = call.node, call.args
     ms = fd_arg(args[3])
     return _epoll_wait(node, fd_arg(args[0]), args[1], fd_arg(args[2]),
                        None if ms < 0 else ms * 10**6, "epoll_wait")
 
 
 @handles("epoll_pwait2")
-def sys_epoll_pwait2(node, args):
+def sys_epoll_pwait2(call):
+    node, args = call.node, call.args
     timeout = read_timespec(node, args[3]) if args[3] else None
     if args[3] and timeout is None:
         return Err(errno.EINVAL)

@@ -13,7 +13,6 @@ per step, so the script only toggles visibility and handles no data.
 """
 from __future__ import annotations
 
-import ast
 import html
 import json
 import re
@@ -26,7 +25,6 @@ CALLS_CAP = 2000     # emulated calls shown per node and step
 COLORS = {"DELIVER": "#343a40", "DROP": "#d9480f", "DUP": "#7048e8", "FIRE": "#1971c2",
           "CRASH": "#e03131", "REPLY": "#2b8a3e"}
 
-_LABEL = re.compile(r"^(DELIVER|DROP|DUP) (\S+) -> (\S+)(?: (.*))?$")
 _UNESCAPE = {"\n": "n", "\r": "r", "\t": "t", '"': '"', "\\": "\\"}   # as the kernel's quote
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -36,7 +34,7 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 def report_from_trace(*, model: str, prop_kind: str, prop_name: str, message: str,
                       steps, clients: list[str], verdict: str = "violated") -> dict:
     """The dict `write_html` takes, from the engine's behavior: `steps` are Steps
-    (`.label`, `.view`, `.output`) as `engine.replay.replay(..., collect=True,
+    (`.action`, whose `fields` the page draws, `.view`, `.output`) as `engine.replay.replay(..., collect=True,
     observe=lambda s: s.drain())` returns them, so `.output` is each node's calls and
     output of that step (None when not recorded). `clients` are the model's client
     names, in declaration order."""
@@ -45,46 +43,11 @@ def report_from_trace(*, model: str, prop_kind: str, prop_name: str, message: st
     return {
         "model": model, "property": {"kind": prop_kind, "name": prop_name},
         "verdict": verdict, "message": message, "nodes": nodes, "clients": list(clients),
-        "steps": [{"label": s.label, "action": action_of(s.label), "view": s.view,
+        "steps": [{"label": s.label, "action": s.action.fields if s.action else None,
+                   "view": s.view,
                    "output": s.output if isinstance(s.output, dict) else {}}
                   for s in steps],
     }
-
-
-def action_of(label: str | None) -> dict | None:
-    """An action label, as the kernel writes it, as a record: `DELIVER alice -> primary
-    "PUT 7\\n"` is {"kind": "DELIVER", "src": "alice", "dst": "primary", "data": "PUT 7\\n",
-    "msg": "DATA"}; `FIRE primary nanosleep 0.1s` is {"kind": "FIRE", "node": "primary",
-    "what": "nanosleep 0.1s"}; `CRASH primary` is {"kind": "CRASH", "node": "primary"}."""
-    if not label:
-        return None
-    m = _LABEL.match(label)
-    if m:
-        kind, src, dst, rest = m.groups()
-        out = {"kind": kind, "src": src, "dst": dst, "data": None, "msg": None}
-        if rest in CONTROL:
-            out.update(data=rest, msg=rest)
-        elif rest and rest.startswith('"'):
-            out.update(data=unquote(rest), msg="DATA")
-        return out
-    word, _, rest = label.partition(" ")
-    if word == "FIRE":
-        node, _, what = rest.partition(" ")
-        return {"kind": "FIRE", "node": node, "what": what}
-    if word == "CRASH":
-        return {"kind": "CRASH", "node": rest}
-    return {"kind": word}
-
-
-def unquote(text: str) -> str:
-    """The inverse of the kernel's `quote`: a double-quoted C-escaped string's bytes,
-    decoded as UTF-8 (invalid sequences replaced, as the world's `network` does).
-    `quote` writes only ASCII and the escapes a Python bytes literal has."""
-    try:
-        data = ast.literal_eval("b" + text)
-    except (ValueError, SyntaxError):
-        return text
-    return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else text
 
 
 def show_bytes(data: str) -> str:
@@ -131,8 +94,8 @@ def write_html(path: str, report: dict) -> None:
 
 def render(report: dict) -> str:
     """The page, as one string."""
-    steps = [dict(s, action=s.get("action") or action_of(s.get("label")),
-                  view=s.get("view") or {}) for s in report.get("steps") or []]
+    steps = [dict(s, action=s.get("action"), view=s.get("view") or {})
+             for s in report.get("steps") or []]
     report = dict(report, steps=steps)
     chart = Chart(report, lifelines(report))
     prop = report.get("property") or {}

@@ -60,8 +60,6 @@ static UNUSED void finish(void)
             accept(s, NULL, NULL);
     }
 }
-static void p_init(void) { under_cmc = getenv("CMC_NODE") != NULL; }
-
 static void fail(const char *fmt, ...)
 {
     char msg[400];
@@ -83,6 +81,16 @@ static void fail(const char *fmt, ...)
     p_fail[p_len++] = '"';
     p_fail[p_len] = 0;
     p_emit(0);                       /* show it at once, even if the probe then hangs */
+}
+/* A program starts as from a shell: no signal blocked, whatever cmc holds. */
+static void p_init(void)
+{
+    under_cmc = getenv("CMC_NODE") != NULL;
+    sigset_t blocked;
+    sigprocmask(SIG_BLOCK, NULL, &blocked);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&blocked, sig) == 1)
+            fail("signal %d is blocked at start", sig);
 }
 static const char *en(int e)
 {
