@@ -185,12 +185,20 @@ def check(args, run: Run) -> Outcome:
             write_report_page(args.html, model, outcome, steps, reporter)
         return outcome
     finally:
-        with interrupts_held():
-            try:
-                reporter.close()
-                system_model.close_all()
-            finally:
-                scratch.remove()
+        _end_run(system_model, scratch, reporter.close)
+
+
+def _end_run(system_model, scratch: Scratch, first=None) -> None:
+    """Close the run's worlds and remove its scratch directory, whatever happens
+    meanwhile (an error closing, a second Ctrl-C): `first` (the reporter's close)
+    before."""
+    with interrupts_held():
+        try:
+            if first is not None:
+                first()
+            system_model.close_all()
+        finally:
+            scratch.remove()
 
 
 def recorded_steps(model, args, outcome, workroot: str):
@@ -306,8 +314,4 @@ def replay_trace(args, run: Run, model, trace: dict) -> Outcome:
             write_report_page(args.html, model, outcome, steps, reporter)
         return outcome
     finally:
-        with interrupts_held():
-            try:
-                system_model.close_all()
-            finally:
-                scratch.remove()
+        _end_run(system_model, scratch)
