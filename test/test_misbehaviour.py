@@ -37,8 +37,13 @@ CASES = {
                                              r"process"], None),
     "vfork": ("fork", "vfork", [], [STEP + r"called (clone|clone3|vfork)\(.*\) to create a new "
                                            r"process"], None),
-    "second-thread-blocks": ("thread", None, [],
-                             [STEP + r".*\b(recvfrom|recv)\b", r"\baccept\b", r"thread"], None),
+    "thread-spins": ("thread", "spin", ["--watchdog", "1"],
+                     [STEP + r"thread 1 ran for 1 s without blocking in an emulated call"],
+                     None),
+    "thread-pi-futex": ("thread", "pi", [],
+                        [STEP + r"called futex\(0x[0-9a-f]+, 0x8[67], .*\), which uses a "
+                                r"futex operation cmc does "
+                                r"not emulate"], None),
     "raw-socket": ("unsupported", "raw", [], [STEP + r"called socket\(2, 0x3, 0x1\b"], None),
     "packet-socket": ("unsupported", "packet", [], [STEP + r"called socket\(17, 0x3\b"], None),
     "unknown-ioctl": ("unsupported", "ioctl", [], [STEP + r"called ioctl\(5\d\d, 0x8906\b"], None),

@@ -1,6 +1,6 @@
 """Emulated calls that are not about sockets: time, sleeps, randomness, the state
-fds 3 and 193 (and writes that go to a virtual socket), exec, process creation, the
-descriptor limit and the files that show it."""
+fds 3 and 193 (and writes that go to a virtual socket), exec, the descriptor limit
+and the files that show it. (Threads and futexes: threadcalls.py.)"""
 from __future__ import annotations
 
 import errno
@@ -12,13 +12,13 @@ import struct
 
 from ..errors import TargetError
 from . import _native
-from .abi import (AT_FDCWD, CLONE_THREAD, DURABLE_FD, IOV_MAX, O_ACCMODE, O_CLOEXEC,
+from .abi import (AT_FDCWD, DURABLE_FD, IOV_MAX, O_ACCMODE, O_CLOEXEC,
                   REALTIME_CLOCKS, RLIMIT_NOFILE, STATE_FD, TIMER_ABSTIME, VFD_BASE)
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
 from .handler import fd_arg, handles, read_iovecs, read_timespec, signed, timespec
 from .sockets import close_vfd
 from .stream import sock_send, sock_send_bytes
-from .syscalls_x86_64 import NAME, NR
+from .syscalls_x86_64 import NR
 
 # -- time ------------------------------------------------------------------------
 
@@ -177,38 +177,6 @@ def sys_execve(call):
 def _exec_seed(node) -> bytes:
     return hashlib.blake2b(f"cmc-auxv/{node.index}/{node.incarnation}/{node.exec_count}".encode(),
                            digest_size=16).digest()
-
-
-@handles("clone")
-def sys_clone(call):
-    node, args = call.node, call.args
-    if args[0] & CLONE_THREAD:
-        node.threads += 1
-        return CONTINUE
-    raise TargetError(node.cluster.where(node) +
-                      f"called clone(flags={args[0]:#x}) to create a new process, which cmc does "
-                      "not support (only threads)")
-
-
-@handles("clone3")
-def sys_clone3(call):
-    node, args = call.node, call.args
-    raw = node.read(args[0], 8)
-    flags = struct.unpack("<Q", raw)[0] if raw and len(raw) == 8 else 0
-    if flags & CLONE_THREAD:
-        node.threads += 1
-        return CONTINUE
-    raise TargetError(node.cluster.where(node) +
-                      f"called clone3(flags={flags:#x}) to create a new process, which cmc does "
-                      "not support (only threads)")
-
-
-@handles("fork", "vfork")
-def sys_fork(call):
-    node = call.node
-    raise TargetError(node.cluster.where(node) +
-                      f"called {NAME[call.nr]}() to create a new process, which cmc "
-                      "does not support")
 
 
 # -- the descriptor limit ---------------------------------------------------------------

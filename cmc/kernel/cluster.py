@@ -81,11 +81,13 @@ class Action:
     node: str = ""
     call: str = ""
     timeout_ns: int = 0
+    thread: int | None = None   # a FIRE's thread, when its node has more than one timed wait
 
     @property
     def label(self) -> str:
         if self.kind == "FIRE":
-            return f"FIRE {self.node} {self.call} {self.timeout_ns / 1e9:g}s"
+            thread = f" thread {self.thread}" if self.thread is not None else ""
+            return f"FIRE {self.node}{thread} {self.call} {self.timeout_ns / 1e9:g}s"
         if self.kind == "CRASH":
             return f"CRASH {self.node}"
         text = f"{self.kind} {self.src} -> {self.dst}"
@@ -97,8 +99,11 @@ class Action:
         """What a report shows of the action (its bytes as text: UTF-8, invalid
         sequences replaced, as the world's `network` shows them)."""
         if self.kind == "FIRE":
-            return {"kind": self.kind, "node": self.node,
-                    "what": f"{self.call} {self.timeout_ns / 1e9:g}s"}
+            out = {"kind": self.kind, "node": self.node,
+                   "what": f"{self.call} {self.timeout_ns / 1e9:g}s"}
+            if self.thread is not None:
+                out["thread"] = self.thread
+            return out
         if self.kind == "CRASH":
             return {"kind": self.kind, "node": self.node}
         data = self.msg if self.msg != DATA else self.data.decode("utf-8", "replace")
@@ -375,10 +380,12 @@ class Cluster:
         fire = self.budgets.get("fire")
         if fire is None or fire > 0:
             for node in self.nodes:
-                if node.alive and node.pending and node.pending[1].timeout_ns:
-                    block = node.pending[1]
-                    out.append(Action(("FIRE", node.index), "FIRE", node=node.name,
-                                      call=block.what, timeout_ns=block.timeout_ns))
+                timed = [t for t in node.blocked() if t.block.timeout_ns] if node.alive else []
+                for t in timed:          # one FIRE per blocked thread (SPEC §9.1)
+                    key = ("FIRE", node.index) + ((t.index,) if t.index else ())
+                    out.append(Action(key, "FIRE", node=node.name, call=t.block.what,
+                                      timeout_ns=t.block.timeout_ns,
+                                      thread=t.index if len(timed) > 1 else None))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:
                 if node.alive:
@@ -426,8 +433,11 @@ class Cluster:
             if self.budgets.get("fire") is not None:
                 self.budgets["fire"] -= 1
             node = self.nodes[key[1]]
-            node.history.append(("FIRE", node.pending[1].timeout_ns))
-            node.fire()
+            index = key[2] if len(key) > 2 else 0
+            block = next(t.block for t in node.blocked() if t.index == index)
+            node.history.append(("FIRE", block.timeout_ns) if not index else
+                                ("FIRE", index, block.timeout_ns))
+            node.fire(index)
         elif kind == "CRASH":
             self.budgets["crash"] -= 1
             self._crash(self.nodes[key[1]])
@@ -547,7 +557,7 @@ class Cluster:
                     ep.shut_wr, ep.closed, ep.accepted)
         nodes = []
         for n in self.nodes:
-            blocked = (n.pending[1].what, n.pending[1].timeout_ns) if n.pending else None
+            blocked = n.blocked_calls()
             own = (canon(n.volatile) if n.volatile_emitted else "-") if n.ever_wrote_state \
                 else tuple(n.history)
             nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), blocked))

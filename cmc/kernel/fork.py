@@ -134,8 +134,10 @@ def _fdinfo(pid: int, fd: int) -> dict[str, str]:
 def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
     flags, pos, cloexec) or ("epoll", fd, cloexec). Raises NotForkable."""
-    if node.threads > 1:
-        raise NotForkable(f"node {node.name} has {node.threads} threads")
+    if len(node.threads) > 1 or node.next_thread > 1:
+        raise NotForkable(f"node {node.name} has had threads")
+    if node.pending is None:
+        raise NotForkable(f"node {node.name} is not held in a blocked call")
     pid, cwd = node.pid, node.cwd
     try:
         with open(f"/proc/{pid}/maps") as f:
@@ -231,7 +233,7 @@ def rebind(node, held) -> None:
     if notif is None or notif.nr != held.nr or notif.args != held.args:
         raise ForkFailed(f"fork of node {node.name}: its held call did not come back "
                          f"({held.nr} expected, got {notif and notif.nr})")
-    node.pending = (notif, node.pending[1])
+    node.rebind(notif)
 
 
 # -- the world ------------------------------------------------------------------------

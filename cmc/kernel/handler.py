@@ -54,10 +54,19 @@ def handles(*names: str):
     return mark
 
 
-def unsupported(node, nr: int, args, why: str = "is not supported on a virtual socket"):
+def unsupported(who, nr: int, args, why: str = "is not supported on a virtual socket",
+                first_is_fd: bool = True):
+    """Stop with a target error naming the node (`who`: the node, or the Call, which
+    also names the thread when the node has more than one), the call and its first
+    arguments."""
+    node = getattr(who, "node", who)
+    thread = node.thread_of(who.pid) if who is not node and len(node.threads) > 1 else None
     name = NAME.get(nr, f"syscall {nr}")
-    shown = ", ".join(str(signed(a)) if i == 0 else hex(a) for i, a in enumerate(args[:3]))
-    raise TargetError(node.cluster.where(node) + f"called {name}({shown}, ...), which {why}")
+    shown = ", ".join(str(signed(a)) if i == 0 and first_is_fd else hex(a)
+                      for i, a in enumerate(args[:3]))
+    by = f"thread {thread.index} " if thread is not None else ""
+    raise TargetError(node.cluster.where(node) + f"{by}called {name}({shown}, ...), "
+                      f"which {why}")
 
 
 def signed(v: int) -> int:

@@ -47,6 +47,7 @@ from .answer import ANSWERED, CONTINUE, Block, Err
 from .calllog import render
 from .filter import PASS_NEEDLE, PASS_OPEN, build_filter
 from .syscalls_x86_64 import NAME
+from .threads import NATIVE_WAITS, Futexes, Thread, task_ids, task_state
 
 # SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
 REALTIME_START_NS = 1767225600 * 10**9
@@ -158,10 +159,15 @@ class Node:
         self.fds: dict[int, object] = {}
         self.cloexec: set[int] = set()
         self.epolls: dict[int, dict] = {}   # epoll fd -> {virtual fd: Registration}
-        self.threads = 1
+        self.threads: dict[int, Thread] = {}     # tid -> Thread (threads.py)
+        self.next_thread = 0           # the index of the next thread seen
+        self.clones = 0                # threads created and not yet seen
+        self.clone_parent = 0          # the tid that created the last one
+        self.clone_ctid = 0            # its CLONE_CHILD_CLEARTID address
+        self.futexes = Futexes()
+        self._yields = 0               # sched_yield calls, to order those who gave way
         self.next_ino = 0              # st_ino of the next virtual socket
         self.moved = None              # bytes the current call moved (for the call log)
-        self.pending = None            # (Notification, Block)
         self.random_offset = 0
         self.exec_count = 0
         self.nofile = NOFILE_START
@@ -214,6 +220,12 @@ class Node:
         tap.pids.add(pid)
         self.pidfd = os.pidfd_open(pid)
         self.alive = True
+        main = next(iter(self.threads.values()), None)   # a copy's: the original's
+        if main is None:
+            main = Thread(0, pid)
+            self.next_thread = 1
+        main.tid = pid
+        self.threads = {pid: main}
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
         self._poller.register(self.pidfd, select.POLLIN)
@@ -228,7 +240,7 @@ class Node:
         self.pid = 0
         self.listener = -1
         self.alive = False
-        self.pending = None
+        self.threads = {}
 
     def kill(self) -> None:
         """SIGKILL the process (a CRASH, or cleanup) and reap it."""
@@ -326,62 +338,157 @@ class Node:
 
     # -- running ---------------------------------------------------------------
     def run(self, outcome) -> None:
-        """Answer the held call with `outcome` (None: nothing held) and run the
-        node until it blocks in a call that cannot complete, or exits."""
-        dispatch = self.cluster.dispatch
+        """Answer a held call (`outcome`: (thread, result), or None) and run the
+        node, one thread at a time, until no thread can run: each is held in a call
+        that cannot complete yet, natively blocked or gone (the node is quiescent),
+        or the process has exited."""
         # The watchdog is real time per step: a node that keeps making calls that
         # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
         self._deadline = time.monotonic() + self.cluster.watchdog_s
         while True:
-            if outcome is not None and outcome[1] is not ANSWERED:
-                notif = outcome[0]
-                if not self._answer(notif, outcome[1]):
-                    self._wait_exit()
-                    return
-            notif = self._next_notification()
-            if notif is None:
+            if outcome is not None and not self._resume(*outcome):
                 return
-            result = dispatch(self, notif)
-            if isinstance(result, Block):
-                done = result.attempt()
-                if done is None and result.timeout_ns == 0:
-                    done = result.on_fire()
-                if done is None:
-                    if self.threads > 1:
-                        self._no_other_thread_blocks(notif, result)
-                    self.pending = (notif, result)
-                    return
-                result = done
-            outcome = (notif, result)
-
-    # A node with threads is quiescent only if no other thread is about to make an
-    # emulated call: wait a little for one. A call that completes at once is
-    # answered; a second blocked call is unsupported (SPEC §2).
-    THREAD_GRACE_MS = 50
-
-    def _no_other_thread_blocks(self, held, block: Block) -> None:
-        dispatch = self.cluster.dispatch
-        p = select.poll()
-        p.register(self.listener, select.POLLIN)
-        while p.poll(self.THREAD_GRACE_MS):
-            try:
-                other = _native.recv(self.listener)
-            except OSError:
+            if not self._gather():
                 return
-            if other is None:
+            outcome = self._runnable()
+            if outcome is None:
+                return
+
+    def _resume(self, thread: Thread, result) -> bool:
+        """Answer thread's held call: it runs. False: the process is gone."""
+        notif = thread.notif
+        thread.notif = thread.block = None
+        thread.yielded = 0
+        if result is ANSWERED or self._answer(notif, result):
+            return True
+        self._wait_exit()
+        return False
+
+    def _gather(self) -> bool:
+        """Wait until no thread of the node is running: each is held (cmc has its
+        next call), natively blocked or gone, as the kernel shows them. A node of
+        one thread simply waits for its next call. False: the process exited."""
+        rounds = 0
+        while True:
+            loose = [t for t in self.threads.values() if t.notif is None]
+            if not loose and not self.clones:
+                return True
+            single = len(self.threads) == 1 and not self.clones
+            notif = self._next_notification(None if single else min(1 << rounds, 64) - 1)
+            if notif is False:
+                return False
+            if notif is not None:
+                self._arrive(notif)
                 continue
-            result = dispatch(self, other)
-            if isinstance(result, Block):
-                done = result.attempt()
-                if done is None:
-                    raise TargetError(
-                        self.cluster.where(self) +
-                        f"thread {other.pid} blocks in {NAME.get(other.nr, other.nr)} while "
-                        f"thread {held.pid} is blocked in {block.what or NAME.get(held.nr)}; "
-                        "cmc supports one blocked thread per node")
-                result = done
-            if result is not ANSWERED and not self._answer(other, result):
-                return
+            rounds += 1
+            if self._settled(loose):
+                return True
+
+    def _settled(self, loose: list[Thread]) -> bool:
+        """Look at the threads not held, in the kernel: find the new one (after a
+        clone), forget those gone; True when none is running."""
+        if self.clones:
+            new = [tid for tid in task_ids(self.pid) if tid not in self.threads]
+            for tid in new:
+                loose.append(self._add_thread(tid))
+            parent = self.threads.get(self.clone_parent)
+            if not new and (parent is None or parent.notif is not None):
+                self.clones = 0          # the clone failed: no thread came of it
+        running = False
+        for t in loose:
+            state, nr = task_state(self.pid, t.tid)
+            if state in "XZ":
+                self._thread_gone(t)
+            elif t.exiting or state != "S" or nr not in NATIVE_WAITS:
+                t.native = None
+                running = True
+            else:
+                t.native = nr
+        return not running and not self.clones
+
+    def _arrive(self, notif) -> None:
+        t = self.threads.get(notif.pid) or self._add_thread(notif.pid)
+        t.notif, t.block, t.native = notif, None, None
+
+    def _add_thread(self, tid: int) -> Thread:
+        t = Thread(self.next_thread, tid, ctid=self.clone_ctid)
+        self.next_thread += 1
+        self.clone_ctid = 0
+        self.clones = max(self.clones - 1, 0)
+        self.threads[tid] = t
+        return t
+
+    def _thread_gone(self, t: Thread) -> None:
+        """The kernel dropped the thread; what it does then for CLONE_CHILD_CLEARTID
+        (clear the word, wake one waiter) cmc does for its own futex queues."""
+        del self.threads[t.tid]
+        if t.ctid:
+            self.futexes.wake(t.ctid, 1)
+
+    def _runnable(self):
+        """The next thread to run and the answer to its call, or None: in creation
+        order, the first whose call (dispatched now if it just arrived) completes;
+        a thread that gave way (sched_yield) only when no other can run, the one
+        that gave way first, first."""
+        dispatch = self.cluster.dispatch
+        held = sorted((t for t in self.threads.values() if t.notif is not None),
+                      key=lambda t: t.index)
+        for t in held:
+            if t.block is None:
+                result = dispatch(self, t.notif)
+                if not isinstance(result, Block):
+                    return t, result
+                t.block = result
+                if t.yielded:
+                    t.yielded = self._yields = self._yields + 1
+            if t.yielded:
+                continue
+            done = t.block.attempt()
+            if done is None and t.block.timeout_ns == 0:
+                done = t.block.on_fire()
+            if done is not None:
+                return t, done
+        gave_way = [t for t in held if t.yielded]
+        if gave_way:
+            t = min(gave_way, key=lambda t: t.yielded)
+            return t, t.block.attempt()
+        return None
+
+    def thread_of(self, tid: int) -> Thread | None:
+        return self.threads.get(tid)
+
+    def blocked(self) -> list[Thread]:
+        """The threads held in a blocked call, in creation order."""
+        return sorted((t for t in self.threads.values() if t.block is not None),
+                      key=lambda t: t.index)
+
+    def blocked_calls(self):
+        """The node's blocked calls, for the fingerprint: (call, timeout) for a node
+        of one thread; else, per thread in creation order, (index, call, timeout),
+        or (index, the native call it sleeps in) or (index, None: running)."""
+        if len(self.threads) == 1 and self.next_thread == 1:
+            t = next(iter(self.threads.values()))
+            return (t.block.what, t.block.timeout_ns) if t.block is not None else None
+        out = []
+        for t in sorted(self.threads.values(), key=lambda t: t.index):
+            if t.block is not None:
+                out.append((t.index, t.block.what, t.block.timeout_ns))
+            else:
+                out.append((t.index, NAME.get(t.native) if t.native is not None else None))
+        return tuple(out)
+
+    @property
+    def pending(self):
+        """(notification, Block) of a node of one thread held in a blocked call
+        (what --fast copies); None otherwise."""
+        if len(self.threads) != 1:
+            return None
+        t = next(iter(self.threads.values()))
+        return (t.notif, t.block) if t.block is not None else None
+
+    def rebind(self, notif) -> None:
+        """The one thread's held call is now notification `notif` (fork.py)."""
+        next(iter(self.threads.values())).notif = notif
 
     def _answer(self, notif, result) -> bool:
         if self.cluster.recording:
@@ -395,35 +502,41 @@ class Node:
         return _native.respond(self.listener, notif.id, val=result.val)
 
     def try_wake(self) -> bool:
-        """Complete the held call if the world now allows it, and run on."""
-        if not self.alive or self.pending is None:
+        """Run a held thread whose call the world now lets complete, and on."""
+        if not self.alive:
             return False
-        notif, block = self.pending
-        done = block.attempt()
-        if done is None:
+        outcome = self._runnable()
+        if outcome is None:
             return False
-        self.pending = None
-        self.run((notif, done))
+        self.run(outcome)
         return True
 
-    def fire(self) -> None:
-        notif, block = self.pending
-        self.pending = None
-        self.elapsed_ns += block.timeout_ns
-        self.run((notif, block.on_fire()))
+    def fire(self, index: int = 0) -> None:
+        """The timeout of thread `index`'s blocked call expires."""
+        t = next(t for t in self.threads.values() if t.index == index)
+        self.elapsed_ns += t.block.timeout_ns
+        self.run((t, t.block.on_fire()))
 
-    def _next_notification(self):
+    def _next_notification(self, timeout_ms: int | None = None):
+        """The next notification of this process (any of its threads); None when
+        `timeout_ms` passes first; False when the process has exited."""
         tap = self.tap
         if self.pid in tap.stash:
             return tap.stash.pop(self.pid)
         while True:
             left = self._deadline - time.monotonic()
-            events = dict(self._poller.poll(max(int(left * 1000), 0)) if left > 0 else [])
+            wait = max(int(left * 1000), 0) if left > 0 else 0
+            if timeout_ms is not None:
+                wait = min(wait, timeout_ms)
+            events = dict(self._poller.poll(wait))
             if not events:
-                watchdog = self.cluster.watchdog_s
-                raise TargetError(self.cluster.where(self) +
-                                  f"ran for {watchdog:g} s without blocking in an emulated "
-                                  "call (watchdog; raise it with --watchdog)")
+                if left > 0 and timeout_ms is not None:
+                    return None
+                if time.monotonic() < self._deadline:
+                    continue
+                raise TargetError(self.cluster.where(self) + self._stuck() +
+                                  f" for {self.cluster.watchdog_s:g} s without blocking in an "
+                                  "emulated call (watchdog; raise it with --watchdog)")
             if events.get(self.listener, 0) & select.POLLIN:
                 try:
                     notif = _native.recv(self.listener)
@@ -439,7 +552,20 @@ class Node:
             if self.pidfd in events or events.get(self.listener, 0) & select.POLLHUP:
                 break
         self._wait_exit()
-        return None
+        return False
+
+    def _stuck(self) -> str:
+        """Who kept running, for the watchdog's message."""
+        if len(self.threads) <= 1:
+            return "ran"
+        loose = sorted((t for t in self.threads.values() if t.notif is None),
+                       key=lambda t: t.index)
+        shown = []
+        for t in loose:
+            _, nr = task_state(self.pid, t.tid)
+            shown.append(f"thread {t.index}" + (f" (in {NAME.get(nr, nr)})" if nr is not None
+                                                else ""))
+        return ", ".join(shown) + (" ran" if len(shown) == 1 else " were running")
 
     def _wait_exit(self) -> None:
         _, status = os.waitpid(self.pid, 0)

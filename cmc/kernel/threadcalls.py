@@ -1,0 +1,182 @@
+"""The calls threads are made of: creating one (clone, clone3), ending one (exit),
+giving way (sched_yield), and the futex, emulated.
+
+Every futex call is notified and answered by cmc, with wait queues of its own
+(threads.Futexes): a thread that waits is held, and another thread's FUTEX_WAKE
+makes its call complete. The kernel never sees a waiter, so no thread wakes
+behind cmc's back, and the order in which threads run stays cmc's (one at a time,
+node.py). A wait with a timeout is a FIRE, like a sleep; its deadline is on the
+node's logical clock. cmc also does what the kernel does when a thread created
+with CLONE_CHILD_CLEARTID exits (node.py): the kernel clears the word, cmc wakes
+its waiters (pthread_join).
+"""
+from __future__ import annotations
+
+import errno
+import struct
+
+from ..errors import TargetError
+from .abi import CLONE_THREAD
+from .answer import CONTINUE, Block, Err, Ret
+from .handler import handles, read_timespec, signed, unsupported
+from .syscalls_x86_64 import NAME
+
+CLONE_CHILD_CLEARTID = 0x00200000
+
+FUTEX_WAIT, FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP = 0, 1, 3, 4, 5
+FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET = 9, 10
+FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME = 128, 256
+FUTEX_CMD_MASK = ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME)
+BITSET_ANY = 0xFFFFFFFF
+
+
+# -- creating and ending threads ----------------------------------------------------
+def _new_thread(call, flags: int, ctid: int):
+    node = call.node
+    if not flags & CLONE_THREAD:
+        raise TargetError(node.cluster.where(node) +
+                          f"called {NAME[call.nr]}(flags={flags:#x}) to create a new "
+                          "process, which cmc does not support (only threads)")
+    node.clone_ctid = ctid if flags & CLONE_CHILD_CLEARTID else 0
+    node.clone_parent = call.pid
+    node.clones += 1
+    return CONTINUE
+
+
+@handles("clone")
+def sys_clone(call):
+    return _new_thread(call, call.args[0], call.args[3])
+
+
+@handles("clone3")
+def sys_clone3(call):
+    raw = call.node.read(call.args[0], 24)       # flags, pidfd, child_tid
+    if raw is None or len(raw) != 24:
+        return Err(errno.EFAULT)
+    flags, _, ctid = struct.unpack("<QQQ", raw)
+    return _new_thread(call, flags, ctid)
+
+
+@handles("fork", "vfork")
+def sys_fork(call):
+    node = call.node
+    raise TargetError(node.cluster.where(node) +
+                      f"called {NAME[call.nr]}() to create a new process, which cmc "
+                      "does not support")
+
+
+@handles("exit")
+def sys_exit(call):
+    """A thread ends (the process ends with exit_group): it runs natively, and the
+    node forgets the thread once the kernel does."""
+    thread = call.node.thread_of(call.pid)
+    if thread is not None:
+        thread.exiting = True
+    return CONTINUE
+
+
+@handles("sched_yield")
+def sys_sched_yield(call):
+    """Let every other thread that can run, run first (node.py); then return."""
+    call.node.thread_of(call.pid).yielded = True
+    return Block(lambda: Ret(0), what="sched_yield")
+
+
+# -- the futex ---------------------------------------------------------------------
+@handles("futex")
+def sys_futex(call):
+    node, args = call.node, call.args
+    uaddr, op, val = args[0], signed(args[1]), args[2] & 0xFFFFFFFF
+    cmd = op & FUTEX_CMD_MASK
+    futexes = node.futexes
+    if cmd in (FUTEX_WAIT, FUTEX_WAIT_BITSET):
+        bitset = BITSET_ANY if cmd == FUTEX_WAIT else args[5] & 0xFFFFFFFF
+        if bitset == 0:
+            return Err(errno.EINVAL)
+        timeout = None
+        if args[3]:
+            ns = read_timespec(node, args[3])
+            if ns is None:
+                return Err(errno.EINVAL)
+            if cmd == FUTEX_WAIT_BITSET:     # an absolute deadline on the chosen clock
+                now = node.realtime_ns() if op & FUTEX_CLOCK_REALTIME else node.monotonic_ns()
+                ns -= now
+            timeout = max(ns, 0)
+        word = _word(node, uaddr)
+        if word is None:
+            return Err(errno.EFAULT)
+        if word != val:
+            return Err(errno.EAGAIN)
+        if timeout == 0:
+            return Err(errno.ETIMEDOUT)
+        waiter = futexes.wait(uaddr, bitset, node.thread_of(call.pid).index)
+
+        def woken():
+            return Ret(0) if waiter.woken else None
+
+        def timed_out():
+            futexes.leave(waiter)
+            return Err(errno.ETIMEDOUT)
+        return Block(woken, timeout, timed_out if timeout is not None else None, "futex")
+    if cmd in (FUTEX_WAKE, FUTEX_WAKE_BITSET):
+        bitset = BITSET_ANY if cmd == FUTEX_WAKE else args[5] & 0xFFFFFFFF
+        if bitset == 0:
+            return Err(errno.EINVAL)
+        return Ret(futexes.wake(uaddr, _count(val), bitset))
+    if cmd in (FUTEX_REQUEUE, FUTEX_CMP_REQUEUE):
+        if cmd == FUTEX_CMP_REQUEUE:
+            word = _word(node, uaddr)
+            if word is None:
+                return Err(errno.EFAULT)
+            if word != args[5] & 0xFFFFFFFF:
+                return Err(errno.EAGAIN)
+        woken = futexes.wake(uaddr, _count(val))
+        moved = futexes.requeue(uaddr, args[4], _count(args[3] & 0xFFFFFFFF))
+        return Ret(woken + moved if cmd == FUTEX_CMP_REQUEUE else woken)
+    if cmd == FUTEX_WAKE_OP:
+        return _wake_op(node, uaddr, args[4], _count(val), _count(args[3] & 0xFFFFFFFF),
+                        args[5] & 0xFFFFFFFF)
+    return unsupported(call, call.nr, args, "uses a futex operation cmc does not emulate "
+                       "(priority-inheritance and fd futexes are not supported)",
+                       first_is_fd=False)
+
+
+def _count(v: int) -> int:
+    """A count argument: the kernel reads an int; a negative one means all."""
+    v = signed(v)
+    return v if v >= 0 else 1 << 31
+
+
+def _word(node, addr: int) -> int | None:
+    raw = node.read(addr, 4)
+    return struct.unpack("<I", raw)[0] if raw is not None and len(raw) == 4 else None
+
+
+def _sext12(v: int) -> int:
+    return v - 0x1000 if v & 0x800 else v
+
+
+def _wake_op(node, uaddr: int, uaddr2: int, n: int, n2: int, encoded: int):
+    """FUTEX_WAKE_OP: change the word at uaddr2, wake n on uaddr, and n2 on uaddr2 if
+    the old word met the condition (as kernel/futex/waitwake.c)."""
+    op, cmp = (encoded >> 28) & 0xF, (encoded >> 24) & 0xF
+    oparg, cmparg = _sext12((encoded >> 12) & 0xFFF), _sext12(encoded & 0xFFF)
+    if op & 8:                       # FUTEX_OP_OPARG_SHIFT
+        oparg, op = 1 << (oparg & 31), op & 7
+    old = _word(node, uaddr2)
+    if old is None:
+        return Err(errno.EFAULT)
+    new = {0: oparg, 1: old + oparg, 2: old | oparg, 3: old & ~oparg, 4: old ^ oparg}.get(op)
+    if new is None:
+        return Err(errno.ENOSYS)
+    if not node.write(uaddr2, struct.pack("<I", new & 0xFFFFFFFF)):
+        return Err(errno.EFAULT)
+    s_old = old - (1 << 32) if old & 0x80000000 else old
+    met = {0: s_old == cmparg, 1: s_old != cmparg, 2: s_old < cmparg, 3: s_old <= cmparg,
+           4: s_old > cmparg, 5: s_old >= cmparg}.get(cmp)
+    if met is None:
+        return Err(errno.ENOSYS)
+    woken = node.futexes.wake(uaddr, n)
+    if met:
+        woken += node.futexes.wake(uaddr2, n2)
+    return Ret(woken)

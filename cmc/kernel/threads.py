@@ -1,0 +1,116 @@
+"""The threads of a node: who they are, what each is doing, and what the kernel
+says about those cmc is not holding.
+
+cmc runs the threads of a node one at a time (SPEC §9.1). A thread is, at any
+moment, in one of these conditions:
+
+- *held*: cmc has its notification and has not answered it. Either the call is not
+  dispatched yet (`block` None: it arrived while another thread was running), or it
+  is blocked (`block`, a `Block`: a recv with nothing to read, an emulated futex
+  wait, a sleep) until an action or another thread makes it complete;
+- *running*: cmc answered its last call and has not seen its next one;
+- *natively blocked*: asleep in a call that runs natively (not notified) and that
+  only another thread of the node can end (a read of a pipe, a wait for a signal);
+- *exited*, when the kernel no longer lists it.
+
+Which of the last three a thread not held is in is read from the kernel
+(`/proc/PID/task/TID/stat` and `.../syscall`), never guessed from how long it has
+been quiet. A thread's *index* is its order of creation within the incarnation (0:
+the main thread); cmc shows indexes, never tids, which differ from run to run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .syscalls_x86_64 import NR
+
+# Calls a thread may sleep in natively, not notified, that another thread of the
+# node ends (a pipe or AF_UNIX socket between threads, a signal sent by a thread, a
+# child reaped): a thread asleep in one does not keep its node from being quiescent.
+NATIVE_WAITS = frozenset(NR[n] for n in (
+    "read", "readv", "pread64", "recvfrom", "recvmsg", "pause", "rt_sigsuspend",
+    "rt_sigtimedwait", "wait4", "waitid", "accept", "accept4", "flock",
+))
+
+
+@dataclass
+class Thread:
+    index: int                  # creation order within the incarnation (0: main)
+    tid: int
+    notif: object = None        # the held notification, None when not held
+    block: object = None        # the held call's Block once dispatched and blocked
+    ctid: int = 0               # CLONE_CHILD_CLEARTID: cleared and woken at its exit
+    exiting: bool = False       # it called exit(): gone once the kernel drops it
+    native: int | None = None   # the native call it sleeps in (NATIVE_WAITS), if any
+    yielded: int = 0            # its call is sched_yield (the how-manyth): others first
+
+
+@dataclass
+class Waiter:
+    """A thread in an emulated futex wait."""
+    addr: int
+    bitset: int
+    thread: int                 # index
+    woken: bool = False
+
+
+@dataclass
+class Futexes:
+    """The node's emulated futex wait queues: waiters in the order they came."""
+    waiters: list[Waiter] = field(default_factory=list)
+
+    def wait(self, addr: int, bitset: int, thread: int) -> Waiter:
+        w = Waiter(addr, bitset, thread)
+        self.waiters.append(w)
+        return w
+
+    def leave(self, w: Waiter) -> None:
+        if w in self.waiters:
+            self.waiters.remove(w)
+
+    def wake(self, addr: int, n: int, bitset: int = 0xFFFFFFFF) -> int:
+        """Wake up to n waiters on addr whose bitset meets `bitset`; how many."""
+        woken = 0
+        for w in list(self.waiters):
+            if woken >= n:
+                break
+            if w.addr == addr and w.bitset & bitset:
+                w.woken = True
+                self.waiters.remove(w)
+                woken += 1
+        return woken
+
+    def requeue(self, addr: int, addr2: int, n: int) -> int:
+        """Move up to n waiters on addr to addr2; how many."""
+        moved = 0
+        for w in self.waiters:
+            if moved >= n:
+                break
+            if w.addr == addr:
+                w.addr = addr2
+                moved += 1
+        return moved
+
+
+def task_state(pid: int, tid: int) -> tuple[str, int | None]:
+    """The kernel's view of thread tid: (state letter, the call it is in or None).
+    State "X" when the kernel no longer lists it."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+            stat = f.read()
+        with open(f"/proc/{pid}/task/{tid}/syscall", "rb") as f:
+            syscall = f.read().split()
+    except OSError:
+        return "X", None
+    state = stat[stat.rindex(b")") + 2:][:1].decode()
+    nr = int(syscall[0]) if syscall and syscall[0] not in (b"running", b"-1") else None
+    return state, nr
+
+
+def task_ids(pid: int) -> list[int]:
+    """The tids the kernel lists for process pid, in increasing order."""
+    try:
+        return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return []
