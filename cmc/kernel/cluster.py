@@ -21,7 +21,8 @@ from ..interrupts import interrupts_held
 from . import dgram
 from .fork import check_intact, fork_world
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
-                  fmt_addr, quote)
+                  fmt_addr)
+from .actions import Action, describe_key, message_action
 from .dispatch import dispatch
 from .node import Node
 from .sockets import close_vfd
@@ -51,68 +52,6 @@ class ClusterSpec:
     network: str = "fifo"
     channel_cap: int = 64
     watchdog_s: float = 10.0
-
-
-def describe_key(key: tuple) -> str:
-    """An action key in words, for when its label cannot be computed."""
-    kind, rest = key[0], key[1:]
-    if kind in ("FIRE", "CRASH"):
-        return f"{kind} node {rest[0]}"
-    if rest and isinstance(rest[0], tuple):
-        owner, src, dst = rest[0][:3]
-        return f"{kind} {owner}@{src} -> {dst}"
-    return " ".join(str(k) for k in key)
-
-
-@dataclass(frozen=True)
-class Action:
-    """An enabled environment action: its key (what identifies it in its world, and
-    what a trace stores) and what it does, as fields; its label is rendered from
-    them. A message's action names its channel (src -> dst) and the message: msg is
-    DATA (then data is its bytes) or a control message (CONNECT, FIN, RST); None is
-    the whole channel (a FIFO drop resets the connection). FIRE and CRASH name a
-    node; a FIRE also the blocked call it wakes and its timeout."""
-    key: tuple
-    kind: str                   # DELIVER, DROP, DUP, FIRE or CRASH
-    src: str = ""
-    dst: str = ""
-    msg: str | None = None
-    data: bytes | None = None
-    node: str = ""
-    call: str = ""
-    timeout_ns: int = 0
-    thread: int | None = None   # a FIRE's thread, when its node has more than one timed wait
-
-    @property
-    def label(self) -> str:
-        if self.kind == "FIRE":
-            thread = f" thread {self.thread}" if self.thread is not None else ""
-            return f"FIRE {self.node}{thread} {self.call} {self.timeout_ns / 1e9:g}s"
-        if self.kind == "CRASH":
-            return f"CRASH {self.node}"
-        text = f"{self.kind} {self.src} -> {self.dst}"
-        if self.msg is None:
-            return text
-        return f"{text} {quote(self.data) if self.msg == DATA else self.msg}"
-
-    def fields(self) -> dict:
-        """What a report shows of the action (its bytes as text: UTF-8, invalid
-        sequences replaced, as the world's `network` shows them)."""
-        if self.kind == "FIRE":
-            out = {"kind": self.kind, "node": self.node,
-                   "what": f"{self.call} {self.timeout_ns / 1e9:g}s"}
-            if self.thread is not None:
-                out["thread"] = self.thread
-            return out
-        if self.kind == "CRASH":
-            return {"kind": self.kind, "node": self.node}
-        data = self.msg if self.msg != DATA else self.data.decode("utf-8", "replace")
-        return {"kind": self.kind, "src": self.src, "dst": self.dst, "data": data,
-                "msg": self.msg}
-
-
-def _message(kind: str, key: tuple, src: str, dst: str, m: Msg) -> Action:
-    return Action(key, kind, src, dst, m.kind, m.data if m.kind == DATA else None)
 
 
 class Client:
@@ -345,7 +284,7 @@ class Cluster:
             for side in (0, 1):
                 src, dst = self._chan_names(conn, side)
                 for i, m in self._messages(conn, side):
-                    out.append(_message("DELIVER", ("DELIVER", key, side, i), src, dst, m))
+                    out.append(message_action("DELIVER", ("DELIVER", key, side, i), src, dst, m))
         dgrams = self._dgram_groups()
         for group, d in dgrams:
             src, dst = self._dgram_names(d)
@@ -358,7 +297,7 @@ class Cluster:
                     for side in (0, 1):
                         src, dst = self._chan_names(conn, side)
                         for i, m in self._messages(conn, side):
-                            out.append(_message("DROP", ("DROP", key, side, i), src, dst, m))
+                            out.append(message_action("DROP", ("DROP", key, side, i), src, dst, m))
                 else:
                     src, dst = self._chan_names(conn, 0)
                     out.append(Action(("DROP", key), "DROP", src, dst))
@@ -373,7 +312,7 @@ class Cluster:
                     src, dst = self._chan_names(conn, side)
                     for i, m in self._messages(conn, side):
                         if m.kind == DATA:
-                            out.append(_message("DUP", ("DUP", key, side, i), src, dst, m))
+                            out.append(message_action("DUP", ("DUP", key, side, i), src, dst, m))
             for group, d in dgrams:
                 src, dst = self._dgram_names(d)
                 out.append(Action(("DUP_DGRAM", group), "DUP", src, dst, DATA, d.data))

@@ -381,8 +381,16 @@ class Node:
                 self._arrive(notif)
                 continue
             rounds += 1
-            if self._settled(loose):
+            if not self._settled(loose):
+                continue
+            # A thread seen asleep may be asleep in a notified call whose notification
+            # the kernel queued before it slept: look once more, after.
+            notif = self._next_notification(0)
+            if notif is False:
+                return False
+            if notif is None:
                 return True
+            self._arrive(notif)
 
     def _settled(self, loose: list[Thread]) -> bool:
         """Look at the threads not held, in the kernel: find the new one (after a

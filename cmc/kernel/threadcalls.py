@@ -75,6 +75,13 @@ def sys_exit(call):
     return CONTINUE
 
 
+@handles("rt_sigprocmask", "sigaltstack")
+def sys_signal_setup(call):
+    """Run natively. They are notified so that a new thread and the one that made it
+    (both call them first) are held there, and so run one at a time from there on."""
+    return CONTINUE
+
+
 @handles("sched_yield")
 def sys_sched_yield(call):
     """Let every other thread that can run, run first (node.py); then return."""
