@@ -20,6 +20,8 @@ relay   models/relay.model   no_lost_message
 lease   models/lease.model   one_leader
 twopc   models/twopc.model   commit_is_final
 raft    models/raft.model    election_safety
+tlog    models/tlog.model    no_lost_commit
+gokv    models/gokv.model    no_lost_commit
 "
 
 if ! make -s -C demo >/dev/null; then
@@ -41,6 +43,10 @@ row ------ ----- -------- --- --------- -------- ----- ------- ------
 while read -r demo model prop; do
     [ -z "$demo" ] && continue
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$demo"; then
+        continue
+    fi
+    if [ ! -x "demo/build/$demo" ]; then     # a Go demo without a Go toolchain
+        row "$demo" "-" "built" "not built (no go)" - - - - SKIP
         continue
     fi
     for build in correct bug; do

@@ -1,0 +1,3 @@
+module cmc.example/gokv
+
+go 1.19
