@@ -28,9 +28,12 @@ from .syscalls_x86_64 import NR
 # Calls a thread may sleep in natively, not notified, that another thread of the
 # node ends (a pipe or AF_UNIX socket between threads, a signal sent by a thread, a
 # child reaped): a thread asleep in one does not keep its node from being quiescent.
+# The poll family is there too: over real descriptors only and without a timeout, cmc
+# lets the real kernel wait (waitcalls.py), for a pipe another thread writes, say.
 NATIVE_WAITS = frozenset(NR[n] for n in (
     "read", "readv", "pread64", "recvfrom", "recvmsg", "pause", "rt_sigsuspend",
     "rt_sigtimedwait", "wait4", "waitid", "accept", "accept4", "flock",
+    "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2",
 ))
 
 
