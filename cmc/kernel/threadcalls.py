@@ -115,6 +115,10 @@ def sys_futex(call):
         if word != val:
             return Err(errno.EAGAIN)
         if timeout == 0:
+            # A deadline already reached: the call takes a nanosecond of the node's
+            # time, as a real one takes some, so that a loop that waits again until
+            # the clock is past the deadline (Rust's wait_timeout_while) ends.
+            node.elapsed_ns += 1
             return Err(errno.ETIMEDOUT)
         waiter = futexes.wait(uaddr, bitset, node.thread_of(call.pid).index)
 
