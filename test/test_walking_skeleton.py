@@ -99,42 +99,9 @@ def _cmc_processes():
     return [line for line in out.splitlines() if "demo/build/durlog" in line]
 
 
-def test_ctrl_c_leaves_nothing_behind(tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmp))
-    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG)], cwd=tmp_path,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
-    while time.time() < deadline and not any(tmp.iterdir()):
-        time.sleep(0.1)
-    time.sleep(2.0)                      # well inside the search
-    assert p.poll() is None
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 130, out + err
-    assert "interrupted" in err
-    assert list(tmp.iterdir()) == []
-    assert _cmc_processes() == []
-
-
-def test_sigterm_leaves_nothing_behind(tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmp))
-    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG)], cwd=tmp_path,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3.0)
-    p.terminate()
-    p.communicate(timeout=30)
-    assert list(tmp.iterdir()) == []
-    assert _cmc_processes() == []
-
-
-def test_interrupts_during_cleanup_leave_nothing_behind(tmp_path):
-    """A second Ctrl-C or SIGTERM (pressed twice; a supervisor that repeats itself)
-    lands in the cleanup of the first: it must not cut the cleanup in half, nor turn
-    the exit status into a kill."""
+def _durlog_running(tmp_path, settle: float):
+    """cmc checking durlog with its own TMPDIR, `settle` seconds after its scratch
+    directory appeared (well inside the search): (process, TMPDIR)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp))
@@ -143,10 +110,45 @@ def test_interrupts_during_cleanup_leave_nothing_behind(tmp_path):
     deadline = time.time() + 30
     while time.time() < deadline and not any(tmp.iterdir()):
         time.sleep(0.05)
-    time.sleep(1.0)                      # inside the search
+    time.sleep(settle)
     assert p.poll() is None
-    sent = 0
-    while p.poll() is None and time.time() < deadline + 30:
+    return p, tmp
+
+
+def _left_nothing(tmp) -> None:
+    assert list(tmp.iterdir()) == []
+    assert _cmc_processes() == []
+
+
+def test_ctrl_c_leaves_nothing_behind(tmp_path):
+    p, tmp = _durlog_running(tmp_path, 2.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, out + err
+    assert "interrupted" in err
+    _left_nothing(tmp)
+
+
+def test_sigterm_leaves_nothing_behind(tmp_path):
+    """At any moment: here 3 s after the start, whatever cmc is doing then."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG)], cwd=tmp_path,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)
+    p.terminate()
+    p.communicate(timeout=30)
+    _left_nothing(tmp)
+
+
+def test_interrupts_during_cleanup_leave_nothing_behind(tmp_path):
+    """A second Ctrl-C or SIGTERM (pressed twice; a supervisor that repeats itself)
+    lands in the cleanup of the first: it must not cut the cleanup in half, nor turn
+    the exit status into a kill."""
+    p, tmp = _durlog_running(tmp_path, 1.0)
+    sent, deadline = 0, time.time() + 60
+    while p.poll() is None and time.time() < deadline:
         p.send_signal(signal.SIGINT if sent % 2 else signal.SIGTERM)
         sent += 1
         time.sleep(0.002)
@@ -154,8 +156,7 @@ def test_interrupts_during_cleanup_leave_nothing_behind(tmp_path):
     assert sent > 1
     assert p.returncode == 130, out + err
     assert "interrupted" in err and "Traceback" not in err
-    assert list(tmp.iterdir()) == []
-    assert _cmc_processes() == []
+    _left_nothing(tmp)
 
 
 def test_replay_shows_each_step_of_durlog_bug_with_node_output(tmp_path):
