@@ -147,32 +147,34 @@ def with_extra(tmp_path, prog: Prog, extra: str) -> Prog:
     return Prog(str(copy), prog.args, prog.env, prog.rust)
 
 
-def test_the_lease_runs_out_in_the_reaper_thread(tmp_path):
-    """The reaper's pthread_cond_timedwait is the node's one timed wait: its FIRE is
-    labelled without a thread, and bob gets the lease in term 2 only after it."""
-    prog = with_extra(tmp_path, PROGRAMS["lease_thread"][0],
-                      'invariant bob_never_second:\n'
-                      '    not (some r in replies: r.name == "bob" and r.term == 2)\n')
-    r = cmc(prog, tmp_path)
+def violated(tmp_path, name: str, prop: str):
+    """Run program `name` with the property `prop` added, which must be violated:
+    (the action of every state of the behavior, State 1's first; the output)."""
+    r = cmc(with_extra(tmp_path, PROGRAMS[name][0], prop), tmp_path)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     labels = [line.split(": ", 1)[1] for line in r.stdout.splitlines()
               if line.startswith("State ")]
+    return labels, r.stdout
+
+
+def test_the_lease_runs_out_in_the_reaper_thread(tmp_path):
+    """The reaper's pthread_cond_timedwait is the node's one timed wait: its FIRE is
+    labelled without a thread, and bob gets the lease in term 2 only after it."""
+    labels, out = violated(tmp_path, "lease_thread",
+                           'invariant bob_never_second:\n'
+                           '    not (some r in replies: r.name == "bob" and r.term == 2)\n')
     assert labels == ["<Initial predicate>", "<DELIVER alice -> lease CONNECT>",
                       '<DELIVER alice -> lease "ACQUIRE alice\\n">',
                       "<DELIVER bob -> lease CONNECT>", "<FIRE lease futex 5s>",
                       '<DELIVER bob -> lease "ACQUIRE bob\\n">']
-    assert '{"holder": null, "term": 1, "expired": 1, "renewed": 0}' in r.stdout
+    assert '{"holder": null, "term": 1, "expired": 1, "renewed": 0}' in out
 
 
 def test_a_python_heartbeat_fire_names_its_thread(tmp_path):
     """Two timed waits (serve_forever's poll in thread 0, the heartbeat's Event.wait in
     thread 1): each FIRE names its thread."""
-    prog = with_extra(tmp_path, PROGRAMS["pythreads"][0],
-                      'invariant no_beat_seen:\n'
-                      '    not (some r in replies: r.what == "BEATS" and r.n == 1)\n')
-    r = cmc(prog, tmp_path)
-    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
-    labels = [line.split(": ", 1)[1] for line in r.stdout.splitlines()
-              if line.startswith("State ")]
+    labels, _ = violated(tmp_path, "pythreads",
+                         'invariant no_beat_seen:\n'
+                         '    not (some r in replies: r.what == "BEATS" and r.n == 1)\n')
     assert labels == ["<Initial predicate>", "<DELIVER bob -> svc CONNECT>",
                       "<FIRE svc thread 1 futex 1s>", '<DELIVER bob -> svc "BEATS\\n">']
