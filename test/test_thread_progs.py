@@ -178,3 +178,13 @@ def test_a_python_heartbeat_fire_names_its_thread(tmp_path):
                          '    not (some r in replies: r.what == "BEATS" and r.n == 1)\n')
     assert labels == ["<Initial predicate>", "<DELIVER bob -> svc CONNECT>",
                       "<FIRE svc thread 1 futex 1s>", '<DELIVER bob -> svc "BEATS\\n">']
+
+
+@pytest.mark.parametrize("variant", ["", "-static"])
+def test_sched_yield_lets_the_other_thread_run(tmp_path, variant):
+    """Two threads spin on a shared word with sched_yield until it is their turn: under
+    one-thread-at-a-time this ends only because a yield runs every other thread first."""
+    r = run_cmc("--model-file", TEST_MODELS / "yield_turns.model", "--watchdog", "5",
+                "-D", f"bin=../progs/build/yield_turns{variant}", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert counts(r.stdout) == (1, 1, 1)

@@ -159,7 +159,9 @@ class Node:
         self.fds: dict[int, object] = {}
         self.cloexec: set[int] = set()
         self.epolls: dict[int, dict] = {}   # epoll fd -> {virtual fd: Registration}
-        self.threads: dict[int, Thread] = {}     # tid -> Thread (threads.py)
+        # tid -> Thread (threads.py), in creation order: a thread is added when first
+        # seen, with the next index, and never moved.
+        self.threads: dict[int, Thread] = {}
         self.next_thread = 0           # the index of the next thread seen
         self.clones = 0                # threads created and not yet seen
         self.clone_parent = 0          # the tid that created the last one
@@ -439,16 +441,13 @@ class Node:
         a thread that gave way (sched_yield) only when no other can run, the one
         that gave way first, first."""
         dispatch = self.cluster.dispatch
-        held = sorted((t for t in self.threads.values() if t.notif is not None),
-                      key=lambda t: t.index)
+        held = [t for t in self.threads.values() if t.notif is not None]
         for t in held:
             if t.block is None:
                 result = dispatch(self, t.notif)
                 if not isinstance(result, Block):
                     return t, result
                 t.block = result
-                if t.yielded:
-                    t.yielded = self._yields = self._yields + 1
             if t.yielded:
                 continue
             done = t.block.attempt()
@@ -465,10 +464,15 @@ class Node:
     def thread_of(self, tid: int) -> Thread | None:
         return self.threads.get(tid)
 
+    def give_way(self, tid: int) -> None:
+        """Thread tid called sched_yield: it runs again only when no other thread
+        can, after those that gave way before it."""
+        self._yields += 1
+        self.threads[tid].yielded = self._yields
+
     def blocked(self) -> list[Thread]:
         """The threads held in a blocked call, in creation order."""
-        return sorted((t for t in self.threads.values() if t.block is not None),
-                      key=lambda t: t.index)
+        return [t for t in self.threads.values() if t.block is not None]
 
     def blocked_calls(self):
         """The node's blocked calls, for the fingerprint: (call, timeout) for a node
@@ -478,7 +482,7 @@ class Node:
             t = next(iter(self.threads.values()))
             return (t.block.what, t.block.timeout_ns) if t.block is not None else None
         out = []
-        for t in sorted(self.threads.values(), key=lambda t: t.index):
+        for t in self.threads.values():
             if t.block is not None:
                 out.append((t.index, t.block.what, t.block.timeout_ns))
             else:
@@ -511,7 +515,7 @@ class Node:
 
     def try_wake(self) -> bool:
         """Run a held thread whose call the world now lets complete, and on."""
-        if not self.alive:
+        if not self.alive or not any(t.block is not None for t in self.threads.values()):
             return False
         outcome = self._runnable()
         if outcome is None:
@@ -566,8 +570,7 @@ class Node:
         """Who kept running, for the watchdog's message."""
         if len(self.threads) <= 1:
             return "ran"
-        loose = sorted((t for t in self.threads.values() if t.notif is None),
-                       key=lambda t: t.index)
+        loose = [t for t in self.threads.values() if t.notif is None]
         shown = []
         for t in loose:
             _, nr = task_state(self.pid, t.tid)

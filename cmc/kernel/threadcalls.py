@@ -85,7 +85,7 @@ def sys_signal_setup(call):
 @handles("sched_yield")
 def sys_sched_yield(call):
     """Let every other thread that can run, run first (node.py); then return."""
-    call.node.thread_of(call.pid).yielded = True
+    call.node.give_way(call.pid)
     return Block(lambda: Ret(0), what="sched_yield")
 
 
