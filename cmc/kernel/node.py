@@ -106,8 +106,8 @@ class Tap:
         self.pids.discard(pid)
         self.stash.pop(pid, None)
         if not self.pids and self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+            fd, self.fd = self.fd, -1      # forgotten first: never closed twice
+            os.close(fd)
 
     def recv_for(self, pid: int, timeout_s: float):
         """The next notification of process pid, within timeout_s, else None."""
@@ -237,17 +237,19 @@ class Node:
             self.tap.release(self.pid)
             self.tap = None
         if self.pidfd >= 0:
-            os.close(self.pidfd)
-            self.pidfd = -1
+            fd, self.pidfd = self.pidfd, -1
+            os.close(fd)
         self.pid = 0
         self.listener = -1
         self.alive = False
         self.threads = {}
 
     def kill(self) -> None:
-        """SIGKILL the process (a CRASH, or cleanup) and reap it."""
-        self.send_kill()
-        self.reap()
+        """SIGKILL the process (a CRASH, or cleanup) and reap it: whole, an interrupt
+        waits until it is done (cmc/interrupts.py)."""
+        with interrupts_held():
+            self.send_kill()
+            self.reap()
 
     def send_kill(self) -> None:
         """SIGKILL the process and its group, without waiting for its end."""
