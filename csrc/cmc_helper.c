@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -357,6 +358,24 @@ static void interrupt_and_detach(int pid)
     ptrace(PTRACE_DETACH, pid, 0, 0);
 }
 
+/* Whether pid, which was let make its execve, is now held in another notified
+ * call (its exec failed and it went on): a notification on the listener may be
+ * another process's of the same node (a vfork parent let go by the exec). */
+static int exec_failed(int pid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/syscall", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    if (buf[0] < '0' || buf[0] > '9') return 0;          /* "running" */
+    long nr = strtol(buf, NULL, 10);
+    return nr != SYS_execve && nr != SYS_execveat;
+}
+
 /* The exec stop is reported by SIGCHLD: wait for it with sigtimedwait (SIGCHLD
  * blocked meanwhile, so none is lost), in slices, checking between slices
  * whether the program went on instead (a failed execve makes its next
@@ -388,7 +407,7 @@ int cmc_exec_continue(int listener, uint64_t id, int pid,
             continue;
         }
         struct pollfd pf = { listener, POLLIN, 0 };
-        if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
+        if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN) && exec_failed(pid)) {
             interrupt_and_detach(pid);
             r = 1;
             goto out;
@@ -561,4 +580,64 @@ out_detach:
 out:
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return e;
+}
+
+int cmc_subreaper(void)
+{
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) ? -errno : 0;
+}
+
+/* The guard's loop: kill every group it was told of once cmc is gone. */
+#define GUARD_MAX 65536
+static void guard_main(int rfd)
+{
+    static int32_t groups[GUARD_MAX];
+    int n = 0;
+    for (;;) {
+        int32_t rec;
+        ssize_t got = read(rfd, &rec, sizeof rec);
+        if (got < 0 && errno == EINTR) continue;
+        if (got != (ssize_t)sizeof rec) break;           /* EOF: cmc is gone */
+        if (rec > 0) {
+            if (n < GUARD_MAX) groups[n++] = rec;
+        } else {
+            for (int i = n - 1; i >= 0; i--)
+                if (groups[i] == -rec) { groups[i] = groups[--n]; break; }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        kill(-groups[i], SIGKILL);
+    _exit(0);
+}
+
+int cmc_guard(int *wfd_out)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC)) return -errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* its own group, deaf to the terminal's and cmc's signals */
+        setpgid(0, 0);
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        int deaf[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU };
+        for (unsigned i = 0; i < sizeof deaf / sizeof deaf[0]; i++)
+            sigaction(deaf[i], &ign, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (dup2(p[0], 0) < 0) _exit(1);
+        syscall(SYS_close_range, 1U, ~0U, 0U);   /* nothing of cmc's is kept open */
+        guard_main(0);
+    }
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(p[0]);
+    if (pid < 0) { close(p[1]); return -e; }
+    *wfd_out = p[1];
+    return pid;
 }

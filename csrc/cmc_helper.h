@@ -89,3 +89,14 @@ int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
  * directory cwd; *child_out gets its pid. 0 or -errno; on failure after the
  * held call was answered, the original is still left about to make it again. */
 int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int *child_out);
+
+/* Make this process a child subreaper: orphans of the node processes it starts
+ * (a node's process tree, SPEC 9.2) become its children, to be reaped by it. */
+int cmc_subreaper(void);
+
+/* Start the guard: a process of its own group that ignores terminal signals and
+ * reads, from the pipe whose write end *wfd_out gets (close-on-exec), records of
+ * one int32: g > 0 "watch process group g", -g "forget it". When the pipe is
+ * closed (this process is gone, however it ended) it SIGKILLs every group it
+ * still watches and exits. Returns its pid or -errno. */
+int cmc_guard(int *wfd_out);

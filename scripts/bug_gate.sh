@@ -22,6 +22,8 @@ twopc   models/twopc.model   commit_is_final
 raft    models/raft.model    election_safety
 tlog    models/tlog.model    no_lost_commit
 gokv    models/gokv.model    no_lost_commit
+prefork models/prefork.model unique_ids
+bgsave  models/bgsave.model  no_lost_write
 "
 
 if ! make -s -C demo >/dev/null; then

@@ -29,20 +29,25 @@ STATUS = {"exit": 0, "error": 3, "Ctrl-C": 130, "SIGTERM": 130, "SIGKILL": -9,
           "SIGKILL of a worker": 3}
 
 
-def _model(tmp: pathlib.Path, long: bool = False) -> pathlib.Path:
+def _model(tmp: pathlib.Path, long: bool = False, wrap: bool = False) -> pathlib.Path:
     """models/durlog.model with the durlog binary copied into tmp (and no witness:
     the runs here end early); `long`: with a crash budget of 3, a search that runs
-    for minutes, long enough to be caught in the middle on a loaded machine."""
+    for minutes, long enough to be caught in the middle on a loaded machine; `wrap`:
+    each node started through demo/durlog-wrap.sh (copied too), a shell that forks
+    durlog and waits for it: every node a process tree."""
     binary = tmp / "bin" / "durlog"
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "demo" / "build" / "durlog", binary)
     text = (ROOT / "models" / "durlog.model").read_text()
     text = text.replace('param bin = "../demo/build/durlog"', f'param bin = "{binary}"')
+    if wrap:
+        shutil.copy(ROOT / "demo" / "durlog-wrap.sh", tmp / "bin" / "durlog-wrap.sh")
+        text = text.replace('= "{bin} ', f'= "{tmp / "bin" / "durlog-wrap.sh"} {{bin}} ')
     text = text.replace('build "make -C ../demo"', "")
     text = text.replace("witness something_acked: len(replies) > 0", "")    # runs end early
     if long:
         text = text.replace("budget crash 1", "budget crash 3")
-    path = tmp / ("durlog-long.model" if long else "durlog.model")
+    path = tmp / (("wrap-" if wrap else "") + ("durlog-long.model" if long else "durlog.model"))
     path.write_text(text)
     return path
 
@@ -106,10 +111,11 @@ def owned_by(pid: int) -> list[str]:
     return found
 
 
-def run_and_end(tmp: pathlib.Path, mode: str, death: str) -> dict:
+def run_and_end(tmp: pathlib.Path, mode: str, death: str, wrap: bool = False) -> dict:
     (tmp / "scratch").mkdir(exist_ok=True)
     model = _model(tmp)
-    args = ["--model-file", _model(tmp, long=death not in ("exit", "error")), *MODES[mode]]
+    args = ["--model-file", _model(tmp, long=death not in ("exit", "error"), wrap=wrap),
+            *MODES[mode]]
     if death == "exit":
         args += ["--max-depth", "6"]
     elif death == "error":
@@ -118,7 +124,8 @@ def run_and_end(tmp: pathlib.Path, mode: str, death: str) -> dict:
     if death not in ("exit", "error"):
         workers = 2 if "--workers" in mode else 0
         # wait until the search is under way: node processes (and the workers) run
-        ok = _wait_until(lambda: any(str(tmp / "bin") in a for _, _, a in processes(tmp))
+        ok = _wait_until(lambda: any(str(tmp / "bin" / "durlog ") in a
+                                     for _, _, a in processes(tmp))
                          and len(_children(p.pid, tmp)) >= workers)
         assert ok, f"the search never got under way: {processes(tmp)}"
         if death == "Ctrl-C":
@@ -143,16 +150,18 @@ def run_and_end(tmp: pathlib.Path, mode: str, death: str) -> dict:
 
 def table() -> None:
     import tempfile
-    print(f"{'mode':20} {'how cmc died':22} {'exit':>5} {'processes':>9} "
+    print(f"{'nodes':13} {'mode':20} {'how cmc died':22} {'exit':>5} {'processes':>9} "
           f"{'dirs (then after the next run)':>32}")
-    for mode in MODES:
-        for death in DEATHS:
-            if death == "SIGKILL of a worker" and "--workers" not in mode:
-                continue
-            with tempfile.TemporaryDirectory() as d:
-                r = run_and_end(pathlib.Path(d), mode, death)
-            print(f"{mode:20} {death:22} {r['status']:>5} {len(r['processes']):>9} "
-                  f"{len(r['dirs before the next run']):>26} -> {len(r['dirs'])}")
+    for wrap in (False, True):
+        for mode in MODES:
+            for death in DEATHS:
+                if death == "SIGKILL of a worker" and "--workers" not in mode:
+                    continue
+                with tempfile.TemporaryDirectory() as d:
+                    r = run_and_end(pathlib.Path(d), mode, death, wrap)
+                print(f"{'sh + durlog' if wrap else 'durlog':13} {mode:20} {death:22} "
+                      f"{r['status']:>5} {len(r['processes']):>9} "
+                      f"{len(r['dirs before the next run']):>26} -> {len(r['dirs'])}")
 
 
 if __name__ == "__main__":

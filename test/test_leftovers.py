@@ -32,6 +32,22 @@ def test_nothing_is_left(tmp_path, mode, death):
         assert "Error: worker process 0 died of SIGKILL" in r["stdout"], r["stdout"][-3000:]
 
 
+# Nodes that are process trees (SPEC §9.2): a shell that forks durlog and waits. The
+# shell dies with cmc (PR_SET_PDEATHSIG); durlog, its child, does not by itself: the
+# guard (csrc cmc_guard) kills the node's group.
+WRAPPED = [(m, d) for m in ("replay", "--fast", "--workers 2")
+           for d in ("exit", "SIGTERM", "SIGKILL")] + [("--workers 2", "SIGKILL of a worker")]
+
+
+@pytest.mark.parametrize("mode,death", WRAPPED, ids=[f"{m}-{d}" for m, d in WRAPPED])
+def test_nothing_of_a_process_tree_is_left(tmp_path, mode, death):
+    r = run_and_end(tmp_path, mode, death, wrap=True)
+    assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]
+    assert r["processes"] == []
+    assert r["dirs"] == []
+    assert r["next status"] == 0
+
+
 def test_a_directory_that_is_not_cmcs_is_never_removed(tmp_path, monkeypatch):
     """Only directories marked as a cmc run's (OWNER) and unlocked are removed."""
     import tempfile

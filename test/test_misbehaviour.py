@@ -31,12 +31,16 @@ CASES = {
                                    re.escape("{\"broken\": ")], None),
     "json-fd193": ("json", "193", [], [STEP + r"wrote a line that is not JSON on fd 193",
                                        re.escape("{\"broken\": ")], None),
-    "fork": ("fork", "fork", [], [STEP + r"called (clone|clone3|fork)\(.*\) to create a new "
-                                         r"process"], None),
-    "system": ("fork", "system", [], [STEP + r"called (clone|clone3|vfork)\(.*\) to create a new "
-                                             r"process"], None),
-    "vfork": ("fork", "vfork", [], [STEP + r"called (clone|clone3|vfork)\(.*\) to create a new "
-                                           r"process"], None),
+    "setsid": ("fork", "setsid", [], [STEP + r"process 1 called setsid\(.*\), which would take "
+                                             r"the process out of its node's process group"],
+               None),
+    "setpgid": ("fork", "setpgid", [], [STEP + r"process 1 called setpgid\(0x0, 0x0, .*\), "
+                                               r"which would move a process out of its node's "
+                                               r"process group"], None),
+    "unshare": ("fork", "unshare", [], [STEP + r"process 1 called unshare\(0x4000000, .*\), "
+                                               r"which leaves its namespaces"], None),
+    "ptrace": ("fork", "ptrace", [], [STEP + r"process 1 called ptrace\(0x0, .*\), which "
+                                             r"traces a process"], None),
     "thread-spins": ("thread", "spin", ["--watchdog", "1"],
                      [STEP + r"thread 1 ran for 1 s without blocking in an emulated call"],
                      None),

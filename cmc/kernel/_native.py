@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 from dataclasses import dataclass
 
 from ._cmc_helper import ffi, lib
@@ -147,3 +148,34 @@ def fork_node(pid: int, listener: int, held_id: int, cwd: str) -> int:
 def place_fd(listener: int, nid: int, srcfd: int, newfd: int, cloexec: bool) -> None:
     """Install a copy of srcfd in the target at number newfd, without answering nid."""
     _check(lib.cmc_addfd(listener, nid, srcfd, newfd, 1 if cloexec else 0, 0))
+
+
+def subreaper() -> None:
+    """Orphans of the node processes this process starts become its children."""
+    _check(lib.cmc_subreaper())
+
+
+# -- the guard: what kills a node's process tree when cmc is gone ----------------------
+# A node's first process dies with cmc (PR_SET_PDEATHSIG), but the processes it forks
+# do not (the kernel clears the death signal in a child). The guard, a process of its
+# own started once per cmc process, is told each node's process group; when cmc is
+# gone, however (its pipe closes), it kills every group it still watches.
+_GUARD = {"pid": 0, "fd": -1, "owner": 0}
+
+
+def _guard_fd() -> int:
+    if _GUARD["owner"] != os.getpid():        # none yet, or inherited by a fork
+        out = ffi.new("int *")
+        _GUARD["pid"] = _check(lib.cmc_guard(out))
+        _GUARD["fd"], _GUARD["owner"] = out[0], os.getpid()
+        _check(lib.cmc_subreaper())
+    return _GUARD["fd"]
+
+
+def guard_watch(pgid: int) -> None:
+    os.write(_guard_fd(), struct.pack("<i", pgid))
+
+
+def guard_forget(pgid: int) -> None:
+    if _GUARD["owner"] == os.getpid():
+        os.write(_GUARD["fd"], struct.pack("<i", -pgid))

@@ -37,11 +37,14 @@ class Action:
     call: str = ""
     timeout_ns: int = 0
     thread: int | None = None   # a FIRE's thread, when its node has more than one timed wait
+    process: int | None = None  # ... and its process, when the node has had more than one
 
     @property
     def label(self) -> str:
         if self.kind == "FIRE":
             thread = f" thread {self.thread}" if self.thread is not None else ""
+            if self.process is not None:
+                thread = f" process {self.process}{thread}"
             return f"FIRE {self.node}{thread} {self.call} {self.timeout_ns / 1e9:g}s"
         if self.kind == "CRASH":
             return f"CRASH {self.node}"
@@ -56,6 +59,8 @@ class Action:
         if self.kind == "FIRE":
             out = {"kind": self.kind, "node": self.node,
                    "what": f"{self.call} {self.timeout_ns / 1e9:g}s"}
+            if self.process is not None:
+                out["process"] = self.process
             if self.thread is not None:
                 out["thread"] = self.thread
             return out

@@ -25,8 +25,10 @@ ANSWERED = object()   # the handler has answered the notification itself
 class Block:
     """A call that cannot complete yet. `attempt` completes it when the world
     allows (returns Ret/Err, doing its side effects) or returns None;
-    `timeout_ns` (finite) enables a FIRE, which `on_fire` answers."""
+    `timeout_ns` (finite) enables a FIRE, which `on_fire` answers; `cancel`
+    undoes what waiting registered when a signal ends the call instead."""
     attempt: Callable[[], object]
     timeout_ns: int | None = None
     on_fire: Callable[[], object] | None = None
     what: str = ""
+    cancel: Callable[[], None] | None = None   # undo what waiting did (a signal ended it)

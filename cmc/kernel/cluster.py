@@ -185,10 +185,15 @@ class Cluster:
         client.last_req = req.decode("utf-8", errors="replace").rstrip("\r\n")
         self.net.send(client.conn, 0, Msg(DATA, req))
 
+    def process_exited(self, proc) -> None:
+        """A process of a node ended by itself: the kernel closes its descriptors (a
+        socket shared with another process lives on in that one)."""
+        for fd in sorted(proc.fds):
+            close_vfd(proc, fd)
+
     def node_exited(self, node: Node) -> None:
-        """A program exited by itself: the kernel closes its descriptors."""
-        for fd in sorted(node.fds):
-            close_vfd(node, fd)
+        """Every process of a node ended by itself (its descriptors are closed)."""
+        self.net.collect()
 
     # -- the engine's protocol -------------------------------------------------------
     def launch(self) -> None:
@@ -324,7 +329,7 @@ class Cluster:
                     key = ("FIRE", node.index) + ((t.index,) if t.index else ())
                     out.append(Action(key, "FIRE", node=node.name, call=t.block.what,
                                       timeout_ns=t.block.timeout_ns,
-                                      thread=t.index if len(timed) > 1 else None))
+                                      **node.fire_names(t, len(timed) > 1)))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:
                 if node.alive:

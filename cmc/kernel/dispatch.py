@@ -22,7 +22,8 @@ HANDLERS = _table(calls, threadcalls, stream, fdcalls, sockopts, waitcalls)
 
 
 def dispatch(node, notif):
-    """Answer notification `notif` of `node` with its handler."""
+    """Answer notification `notif` with its handler; `node` is the Process that
+    made the call (threads.py), which the handler sees as its node."""
     handler = HANDLERS.get(notif.nr)
     if handler is None:
         return unsupported(node, notif.nr, notif.args)

@@ -5,8 +5,9 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
 
 - always: socket creation (AF_INET/AF_INET6 become virtual), the clock and sleeps
   (time is logical), poll/select/epoll_wait (their fds are in memory), getrandom,
-  execve (to hide the vDSO at every exec), process creation (only threads are
-  allowed), what threads wait and give way in (futex, sched_yield) and how one ends
+  execve (to hide the vDSO at every exec), thread and process creation (cmc
+  finds the new task), leaving the node's process group or namespaces (refused),
+  what threads wait and give way in (futex, sched_yield) and how one ends
   (exit: the process's end is exit_group), and the calls a new thread and its
   creator make first (rt_sigprocmask, sigaltstack: a point where cmc holds each
   until the threads before it block), and the rlimit calls (real fds stay below 500 under a real limit of 500,
@@ -56,7 +57,7 @@ ALWAYS = (
     "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_create", "epoll_create1", "getrandom",
     "clone", "clone3", "fork", "vfork", "getrlimit", "setrlimit", "prlimit64", "close_range",
     "open", "openat", "openat2", "futex", "sched_yield", "exit", "rt_sigprocmask",
-    "sigaltstack",
+    "sigaltstack", "setsid", "setpgid", "ptrace", "unshare", "setns",
 )
 # open calls answered in C unless their path (this argument) contains PASS_NEEDLE
 PASS_OPEN = {NR["open"]: 0, NR["openat"]: 1, NR["openat2"]: 1}

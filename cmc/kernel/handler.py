@@ -20,7 +20,8 @@ from .syscalls_x86_64 import NAME
 @dataclass(frozen=True)
 class Call:
     """One notified system call, as its handler sees it."""
-    node: object            # the Node whose process (one of its threads) made it
+    node: object            # the Process that made it (threads.py): the node as the
+                            # caller sees it (its descriptors, memory; the rest the node's)
     notif: object           # the notification: .nr, .args, .pid (the thread), .id
 
     @property
@@ -60,11 +61,12 @@ def unsupported(who, nr: int, args, why: str = "is not supported on a virtual so
     also names the thread when the node has more than one), the call and its first
     arguments."""
     node = getattr(who, "node", who)
-    thread = node.thread_of(who.pid) if who is not node and len(node.threads) > 1 else None
+    thread = node.thread_of(who.pid) if who is not node and (
+        len(node.threads) > 1 or node.next_proc > 1) else None
     name = NAME.get(nr, f"syscall {nr}")
     shown = ", ".join(str(signed(a)) if i == 0 and first_is_fd else hex(a)
                       for i, a in enumerate(args[:3]))
-    by = f"thread {thread.index} " if thread is not None else ""
+    by = f"{node.who(thread)} " if thread is not None else ""
     raise TargetError(node.cluster.where(node) + f"{by}called {name}({shown}, ...), "
                       f"which {why}")
 

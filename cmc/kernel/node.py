@@ -1,34 +1,7 @@
-"""A node: one program under check, its process, and what cmc keeps for it.
-
-The process runs until it makes a notified call. `Node.run` answers calls that can
-complete at once and stops at the first one that cannot: the node is then
-*quiescent*, holding one pending notification that an environment action (a
-delivery, a timeout firing, a reset) may complete later. A node whose process
-has exited is quiescent too.
-
-How the notification loop works, and why (`run`, `_next_notification`, `_answer`):
-
-- *One listener, several processes.* A node's seccomp listener belongs to the
-  filter, and a process forked from the node (a --fast copy, fork.py) runs under the
-  same filter: its calls arrive on the same listener. So a notification is taken for
-  the process it came from (`Notification.pid`); one of another process on the
-  listener is put aside in the `Tap`'s stash, and that process takes it from there
-  when it runs. The listener is closed when its last process is gone.
-- *The end of a process is seen on a pidfd,* not on the listener: the listener hangs
-  up (POLLHUP) only when every process under the filter has exited, which for a node
-  with copies may be never while the node is long dead. Both are polled together,
-  with the watchdog as the only timeout: a node that neither blocks nor exits within
-  it is a target error, never a hang.
-- *An answer to a target that is gone* fails with ENOENT: it was killed (with
-  WAIT_KILLABLE_RECV a non-fatal signal waits for the answer instead of withdrawing
-  the call, so a call is not re-issued behind cmc's back). `_answer` reports that as
-  False and the loop collects the exit.
-- *CONTINUE* lets the call run natively in the target (a file, a pipe, the exec
-  that `calls.sys_execve` traces). Most opens never reach this loop: the C helper
-  answers them with CONTINUE itself (filter.PASS_OPEN).
-- *A call that cannot complete* is held: its notification stays unanswered, which
-  keeps the target frozen inside the call until an environment action lets the
-  handler's `attempt` complete it (`try_wake`) or its timeout fires (`fire`).
+"""A node: one program under check, its processes, and what cmc keeps for it:
+launching it, killing and reaping every process of it, its logical clocks and random
+stream, the state it writes on fd 3 and fd 193. Running it -- its threads and
+processes one at a time, until it is quiescent -- is tasks.py.
 """
 from __future__ import annotations
 
@@ -43,11 +16,9 @@ from ..errors import TargetError, UnsupportedMachine
 from ..interrupts import interrupts_held
 from . import _native
 from .abi import VFD_BASE
-from .answer import ANSWERED, CONTINUE, Block, Err
-from .calllog import render
 from .filter import PASS_NEEDLE, PASS_OPEN, build_filter
-from .syscalls_x86_64 import NAME
-from .threads import NATIVE_WAITS, Futexes, Thread, task_ids, task_state
+from .tasks import COUNTERS, Tasks, reap_orphans
+from .threads import Futexes, Process, Thread
 
 # SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
 REALTIME_START_NS = 1767225600 * 10**9
@@ -87,8 +58,6 @@ def det_pad(shift: int) -> str:
     return "x" * (13635 + 16 * (shift - 1))
 
 
-# Totals for benchmarks (experiments/bench.py): launches and notifications answered.
-COUNTERS = {"launches": 0, "notifications": 0}
 
 
 class Tap:
@@ -131,7 +100,7 @@ class Tap:
             self.stash[n.pid] = n
 
 
-class Node:
+class Node(Tasks):
     def __init__(self, cluster, index: int, name: str, argv: list[str], cwd: str):
         self.cluster = cluster
         self.index = index
@@ -156,9 +125,14 @@ class Node:
         self.volatile = None
         self.volatile_emitted = False
         self.bufs = {3: bytearray(), 193: bytearray()}
-        self.fds: dict[int, object] = {}
-        self.cloexec: set[int] = set()
-        self.epolls: dict[int, dict] = {}   # epoll fd -> {virtual fd: Registration}
+        # pid -> Process (threads.py), in creation order (0: the launched program);
+        # each has its descriptor table, epoll instances, futex queues and limit.
+        self.procs: dict[int, Process] = {}
+        self.next_proc = 0             # the index of the next process seen
+        self.forking = None            # (Process, tid) that forked, the child not seen yet
+        self.reapable: list[int] = []  # pids of processes gone that cmc may have to reap
+        self.pgid = 0                  # the node's process group: all its processes
+        self.shared_futexes = Futexes()  # futexes not private to one process
         # tid -> Thread (threads.py), in creation order: a thread is added when first
         # seen, with the next index, and never moved.
         self.threads: dict[int, Thread] = {}
@@ -166,13 +140,30 @@ class Node:
         self.clones = 0                # threads created and not yet seen
         self.clone_parent = 0          # the tid that created the last one
         self.clone_ctid = 0            # its CLONE_CHILD_CLEARTID address
-        self.futexes = Futexes()
         self._yields = 0               # sched_yield calls, to order those who gave way
         self.next_ino = 0              # st_ino of the next virtual socket
         self.moved = None              # bytes the current call moved (for the call log)
         self.random_offset = 0
         self.exec_count = 0
-        self.nofile = NOFILE_START
+
+    nofile_start = NOFILE_START
+
+    @property
+    def main(self) -> Process | None:
+        """The process cmc launched (or, after it exited, the oldest left)."""
+        return next(iter(self.procs.values()), None)
+
+    # What a node of one process keeps, for the code that looks at the node as a
+    # whole (a handler sees the process that made the call instead: dispatch.py).
+    fds = property(lambda self: self.main.fds)
+    cloexec = property(lambda self: self.main.cloexec)
+    epolls = property(lambda self: self.main.epolls)
+    futexes = property(lambda self: self.main.futexes)
+    nofile = property(lambda self: self.main.nofile)
+
+    def process(self, tid: int) -> Process:
+        """The process thread tid belongs to."""
+        return self.threads[tid].proc
 
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
@@ -212,91 +203,105 @@ class Node:
         state.update(pid=0, tap=None, listener=-1, pidfd=-1, alive=False)
         return state
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     def _attach(self, pid: int, tap: Tap) -> None:
         """Take process pid, on listener tap, as this node's process. Its end is
         seen on a pidfd: a listener shared with copies hangs up only when all
         of them are gone."""
-        self.pid = pid
+        self.pid = self.pgid = pid
         self.tap = tap
         self.listener = tap.fd
         tap.pids.add(pid)
-        self.pidfd = os.pidfd_open(pid)
+        _native.guard_watch(pid)
         self.alive = True
-        main = next(iter(self.threads.values()), None)   # a copy's: the original's
+        proc = self.main                               # a copy's: the original's
+        if proc is None:
+            proc = Process(self, 0, pid)
+            self.next_proc = 1
+        proc.pid = pid
+        proc.pidfd = os.pidfd_open(pid)
+        self.pidfd = proc.pidfd
+        self.procs = {pid: proc}
+        main = next(iter(self.threads.values()), None)
         if main is None:
-            main = Thread(0, pid)
+            main = Thread(0, pid, proc)
             self.next_thread = 1
-        main.tid = pid
+        main.tid, main.proc = pid, proc
         self.threads = {pid: main}
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
         self._poller.register(self.pidfd, select.POLLIN)
 
     def _detach(self) -> None:
-        if self.tap is not None:
-            self.tap.release(self.pid)
-            self.tap = None
-        if self.pidfd >= 0:
-            fd, self.pidfd = self.pidfd, -1
-            os.close(fd)
-        self.pid = 0
-        self.listener = -1
+        """Forget every process of the node (they are gone)."""
+        for proc in list(self.procs.values()):
+            self._forget(proc)
+        if self.pgid:
+            _native.guard_forget(self.pgid)
+        self.tap = None
+        self.pid = self.pgid = 0
+        self.pidfd = self.listener = -1
         self.alive = False
         self.threads = {}
 
+    def _forget(self, proc: Process) -> None:
+        """Process proc is gone: its threads, its listener reference and its pidfd."""
+        self.procs.pop(proc.pid, None)
+        for t in [t for t in self.threads.values() if t.proc is proc]:
+            del self.threads[t.tid]
+        if self.tap is not None:
+            self.tap.release(proc.pid)
+        if proc.pidfd >= 0:
+            fd, proc.pidfd = proc.pidfd, -1
+            try:
+                self._poller.unregister(fd)
+            except (KeyError, AttributeError):
+                pass
+            os.close(fd)
+
     def kill(self) -> None:
-        """SIGKILL the process (a CRASH, or cleanup) and reap it: whole, an interrupt
-        waits until it is done (cmc/interrupts.py)."""
+        """SIGKILL every process of the node (a CRASH, or cleanup) and reap them:
+        whole, an interrupt waits until it is done (cmc/interrupts.py)."""
         with interrupts_held():
             self.send_kill()
             self.reap()
 
     def send_kill(self) -> None:
-        """SIGKILL the process and its group, without waiting for its end."""
-        if self.pid:
+        """SIGKILL the node's process group (every process of it), without waiting
+        for their end."""
+        if self.pgid:
             try:
-                os.killpg(self.pid, signal.SIGKILL)
+                os.killpg(self.pgid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        for pid in self.procs:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
     def reap(self) -> None:
+        """Wait for the end of every process of the node: the launched one is cmc's
+        child; the others become cmc's once their parents are gone (cmc is their
+        subreaper), and cmc reaps those too."""
         if self.pid:
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
+        others = [p for p in self.procs if p != self.pid] + self.reapable
+        self.reapable = []
         self._detach()
+        reap_orphans(others, self.cluster.watchdog_s)
 
-    # -- memory ----------------------------------------------------------------
-    def read(self, addr: int, length: int) -> bytes:
-        try:
-            return _native.read_mem(self.pid, addr, length)
-        except OSError:
-            return None
+    # -- memory (of the launched process; a handler's is its caller's) -----------
+    def read(self, addr: int, length: int) -> bytes | None:
+        return self.main.read(addr, length)
 
     def write(self, addr: int, data: bytes) -> bool:
-        try:
-            _native.write_mem(self.pid, addr, data)
-            return True
-        except OSError:
-            return False
-
-    def read_cstr(self, addr: int, limit: int = 4096) -> bytes | None:
-        out = b""
-        while len(out) < limit:
-            chunk_len = min(256, 4096 - (addr + len(out)) % 4096)
-            chunk = self.read(addr + len(out), chunk_len)
-            if chunk is None:
-                return None
-            nul = chunk.find(b"\0")
-            if nul >= 0:
-                return out + chunk[:nul]
-            out += chunk
-        return out
+        return self.main.write(addr, data)
 
     # -- logical time and randomness -----------------------------------------
     def realtime_ns(self) -> int:
@@ -339,256 +344,3 @@ class Node:
                 self.ever_wrote_state = True
             else:
                 self.durable = value
-
-    # -- running ---------------------------------------------------------------
-    def run(self, outcome) -> None:
-        """Answer a held call (`outcome`: (thread, result), or None) and run the
-        node, one thread at a time, until no thread can run: each is held in a call
-        that cannot complete yet, natively blocked or gone (the node is quiescent),
-        or the process has exited."""
-        # The watchdog is real time per step: a node that keeps making calls that
-        # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
-        self._deadline = time.monotonic() + self.cluster.watchdog_s
-        while True:
-            if outcome is not None and not self._resume(*outcome):
-                return
-            if not self._gather():
-                return
-            outcome = self._runnable()
-            if outcome is None:
-                return
-
-    def _resume(self, thread: Thread, result) -> bool:
-        """Answer thread's held call: it runs. False: the process is gone."""
-        notif = thread.notif
-        thread.notif = thread.block = None
-        thread.yielded = 0
-        if result is ANSWERED or self._answer(notif, result):
-            return True
-        self._wait_exit()
-        return False
-
-    def _gather(self) -> bool:
-        """Wait until no thread of the node is running: each is held (cmc has its
-        next call), natively blocked or gone, as the kernel shows them. A node of
-        one thread simply waits for its next call. False: the process exited."""
-        rounds = 0
-        while True:
-            loose = [t for t in self.threads.values() if t.notif is None]
-            if not loose and not self.clones:
-                return True
-            single = len(self.threads) == 1 and not self.clones
-            notif = self._next_notification(None if single else min(1 << rounds, 64) - 1)
-            if notif is False:
-                return False
-            if notif is not None:
-                self._arrive(notif)
-                continue
-            rounds += 1
-            if not self._settled(loose):
-                continue
-            # A thread seen asleep may be asleep in a notified call whose notification
-            # the kernel queued before it slept: look once more, after.
-            notif = self._next_notification(0)
-            if notif is False:
-                return False
-            if notif is None:
-                return True
-            self._arrive(notif)
-
-    def _settled(self, loose: list[Thread]) -> bool:
-        """Look at the threads not held, in the kernel: find the new one (after a
-        clone), forget those gone; True when none is running."""
-        if self.clones:
-            new = [tid for tid in task_ids(self.pid) if tid not in self.threads]
-            for tid in new:
-                loose.append(self._add_thread(tid))
-            parent = self.threads.get(self.clone_parent)
-            if not new and (parent is None or parent.notif is not None):
-                self.clones = 0          # the clone failed: no thread came of it
-        running = False
-        for t in loose:
-            state, nr = task_state(self.pid, t.tid)
-            if state in "XZ":
-                self._thread_gone(t)
-            elif t.exiting or state != "S" or nr not in NATIVE_WAITS:
-                t.native = None
-                running = True
-            else:
-                t.native = nr
-        return not running and not self.clones
-
-    def _arrive(self, notif) -> None:
-        t = self.threads.get(notif.pid) or self._add_thread(notif.pid)
-        t.notif, t.block, t.native = notif, None, None
-
-    def _add_thread(self, tid: int) -> Thread:
-        t = Thread(self.next_thread, tid, ctid=self.clone_ctid)
-        self.next_thread += 1
-        self.clone_ctid = 0
-        self.clones = max(self.clones - 1, 0)
-        self.threads[tid] = t
-        return t
-
-    def _thread_gone(self, t: Thread) -> None:
-        """The kernel dropped the thread; what it does then for CLONE_CHILD_CLEARTID
-        (clear the word, wake one waiter) cmc does for its own futex queues."""
-        del self.threads[t.tid]
-        if t.ctid:
-            self.futexes.wake(t.ctid, 1)
-
-    def _runnable(self):
-        """The next thread to run and the answer to its call, or None: in creation
-        order, the first whose call (dispatched now if it just arrived) completes;
-        a thread that gave way (sched_yield) only when no other can run, the one
-        that gave way first, first."""
-        dispatch = self.cluster.dispatch
-        held = [t for t in self.threads.values() if t.notif is not None]
-        for t in held:
-            if t.block is None:
-                result = dispatch(self, t.notif)
-                if not isinstance(result, Block):
-                    return t, result
-                t.block = result
-            if t.yielded:
-                continue
-            done = t.block.attempt()
-            if done is None and t.block.timeout_ns == 0:
-                done = t.block.on_fire()
-            if done is not None:
-                return t, done
-        gave_way = [t for t in held if t.yielded]
-        if gave_way:
-            t = min(gave_way, key=lambda t: t.yielded)
-            return t, t.block.attempt()
-        return None
-
-    def thread_of(self, tid: int) -> Thread | None:
-        return self.threads.get(tid)
-
-    def give_way(self, tid: int) -> None:
-        """Thread tid called sched_yield: it runs again only when no other thread
-        can, after those that gave way before it."""
-        self._yields += 1
-        self.threads[tid].yielded = self._yields
-
-    def blocked(self) -> list[Thread]:
-        """The threads held in a blocked call, in creation order."""
-        return [t for t in self.threads.values() if t.block is not None]
-
-    def blocked_calls(self):
-        """The node's blocked calls, for the fingerprint: (call, timeout) for a node
-        of one thread; else, per thread in creation order, (index, call, timeout),
-        or (index, the native call it sleeps in) or (index, None: running)."""
-        if len(self.threads) == 1 and self.next_thread == 1:
-            t = next(iter(self.threads.values()))
-            return (t.block.what, t.block.timeout_ns) if t.block is not None else None
-        out = []
-        for t in self.threads.values():
-            if t.block is not None:
-                out.append((t.index, t.block.what, t.block.timeout_ns))
-            else:
-                out.append((t.index, NAME.get(t.native) if t.native is not None else None))
-        return tuple(out)
-
-    @property
-    def pending(self):
-        """(notification, Block) of a node of one thread held in a blocked call
-        (what --fast copies); None otherwise."""
-        if len(self.threads) != 1:
-            return None
-        t = next(iter(self.threads.values()))
-        return (t.notif, t.block) if t.block is not None else None
-
-    def rebind(self, notif) -> None:
-        """The one thread's held call is now notification `notif` (fork.py)."""
-        next(iter(self.threads.values())).notif = notif
-
-    def _answer(self, notif, result) -> bool:
-        if self.cluster.recording:
-            self.cluster.calls.append((self.name, render(notif.nr, notif.args, result,
-                                                         self.moved)))
-            self.moved = None
-        if result is CONTINUE:
-            return _native.respond(self.listener, notif.id, cont=True)
-        if isinstance(result, Err):
-            return _native.respond(self.listener, notif.id, err=result.errno)
-        return _native.respond(self.listener, notif.id, val=result.val)
-
-    def try_wake(self) -> bool:
-        """Run a held thread whose call the world now lets complete, and on."""
-        if not self.alive or not any(t.block is not None for t in self.threads.values()):
-            return False
-        outcome = self._runnable()
-        if outcome is None:
-            return False
-        self.run(outcome)
-        return True
-
-    def fire(self, index: int = 0) -> None:
-        """The timeout of thread `index`'s blocked call expires."""
-        t = next(t for t in self.threads.values() if t.index == index)
-        self.elapsed_ns += t.block.timeout_ns
-        self.run((t, t.block.on_fire()))
-
-    def _next_notification(self, timeout_ms: int | None = None):
-        """The next notification of this process (any of its threads); None when
-        `timeout_ms` passes first; False when the process has exited."""
-        tap = self.tap
-        if self.pid in tap.stash:
-            return tap.stash.pop(self.pid)
-        while True:
-            left = self._deadline - time.monotonic()
-            wait = max(int(left * 1000), 0) if left > 0 else 0
-            if timeout_ms is not None:
-                wait = min(wait, timeout_ms)
-            events = dict(self._poller.poll(wait))
-            if not events:
-                if left > 0 and timeout_ms is not None:
-                    return None
-                if time.monotonic() < self._deadline:
-                    continue
-                raise TargetError(self.cluster.where(self) + self._stuck() +
-                                  f" for {self.cluster.watchdog_s:g} s without blocking in an "
-                                  "emulated call (watchdog; raise it with --watchdog)")
-            if events.get(self.listener, 0) & select.POLLIN:
-                try:
-                    notif = _native.recv(self.listener)
-                except OSError:
-                    continue
-                if notif is None:
-                    continue
-                if notif.pid != self.pid and notif.pid in tap.pids:
-                    tap.stash[notif.pid] = notif       # a copy's; not this process's
-                    continue
-                COUNTERS["notifications"] += 1
-                return notif
-            if self.pidfd in events or events.get(self.listener, 0) & select.POLLHUP:
-                break
-        self._wait_exit()
-        return False
-
-    def _stuck(self) -> str:
-        """Who kept running, for the watchdog's message."""
-        if len(self.threads) <= 1:
-            return "ran"
-        loose = [t for t in self.threads.values() if t.notif is None]
-        shown = []
-        for t in loose:
-            _, nr = task_state(self.pid, t.tid)
-            shown.append(f"thread {t.index}" + (f" (in {NAME.get(nr, nr)})" if nr is not None
-                                                else ""))
-        return ", ".join(shown) + (" ran" if len(shown) == 1 else " were running")
-
-    def _wait_exit(self) -> None:
-        _, status = os.waitpid(self.pid, 0)
-        self._detach()
-        if os.WIFSIGNALED(status):
-            sig = signal.Signals(os.WTERMSIG(status)).name
-            raise TargetError(self.cluster.where(self) + f"died of signal {sig} outside a CRASH action")
-        code = os.WEXITSTATUS(status)
-        self.cluster.node_exited(self)
-        if code != 0:
-            raise TargetError(self.cluster.where(self) +
-                              f"exited with status {code} outside a CRASH action" +
-                              self.cluster.stderr_tail(self))

@@ -15,13 +15,16 @@ from __future__ import annotations
 import errno
 import struct
 
-from ..errors import TargetError
 from .abi import CLONE_THREAD
 from .answer import CONTINUE, Block, Err, Ret
 from .handler import handles, read_timespec, signed, unsupported
-from .syscalls_x86_64 import NAME
+from .syscalls_x86_64 import NAME, NR
 
 CLONE_CHILD_CLEARTID = 0x00200000
+CLONE_VFORK = 0x00004000
+# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+CLONE_NEWS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 \
+    | 0x20000000 | 0x40000000 | 0x00000080
 
 FUTEX_WAIT, FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP = 0, 1, 3, 4, 5
 FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET = 9, 10
@@ -30,22 +33,35 @@ FUTEX_CMD_MASK = ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME)
 BITSET_ANY = 0xFFFFFFFF
 
 
-# -- creating and ending threads ----------------------------------------------------
-def _new_thread(call, flags: int, ctid: int):
+# -- creating threads and processes -------------------------------------------------
+def _create(call, flags: int, ctid: int):
+    """clone/clone3: a thread (CLONE_THREAD) or a process of the node (SPEC §9.2).
+    Either way the call runs natively; the node finds the new task (node.py)."""
     node = call.node
+    if flags & CLONE_NEWS:
+        return unsupported(call, call.nr, call.args, "creates new namespaces (refused: "
+                           "a node stays in cmc's)", first_is_fd=False)
     if not flags & CLONE_THREAD:
-        raise TargetError(node.cluster.where(node) +
-                          f"called {NAME[call.nr]}(flags={flags:#x}) to create a new "
-                          "process, which cmc does not support (only threads)")
+        return _fork(call, bool(flags & CLONE_VFORK))
     node.clone_ctid = ctid if flags & CLONE_CHILD_CLEARTID else 0
     node.clone_parent = call.pid
     node.clones += 1
     return CONTINUE
 
 
+def _fork(call, vfork: bool):
+    """A new process of the node: it inherits the filter (its calls come to cmc on
+    the node's listener), and copies of the caller's descriptors; a vfork's parent
+    waits natively until its child execs or exits."""
+    proc = call.node                  # the Process that forks (dispatch.py)
+    proc.forking = (proc, call.pid)
+    proc.vforked = vfork
+    return CONTINUE
+
+
 @handles("clone")
 def sys_clone(call):
-    return _new_thread(call, call.args[0], call.args[3])
+    return _create(call, call.args[0], call.args[3])
 
 
 @handles("clone3")
@@ -54,15 +70,39 @@ def sys_clone3(call):
     if raw is None or len(raw) != 24:
         return Err(errno.EFAULT)
     flags, _, ctid = struct.unpack("<QQQ", raw)
-    return _new_thread(call, flags, ctid)
+    return _create(call, flags, ctid)
 
 
 @handles("fork", "vfork")
 def sys_fork(call):
-    node = call.node
-    raise TargetError(node.cluster.where(node) +
-                      f"called {NAME[call.nr]}() to create a new process, which cmc "
-                      "does not support")
+    return _fork(call, call.nr == NR["vfork"])
+
+
+@handles("setsid")
+def sys_setsid(call):
+    return unsupported(call, call.nr, call.args, "would take the process out of its node's "
+                       "process group (refused: a CRASH kills the node's group)", first_is_fd=False)
+
+
+@handles("setpgid")
+def sys_setpgid(call):
+    """Allowed only within the node's group (a shell's job control of its own
+    children there is harmless); a new group would outlive a CRASH."""
+    node, args = call.node, call.args
+    target = signed(args[0]) or node.pid
+    if (signed(args[1]) or target) == node.pgid:
+        return CONTINUE
+    return unsupported(call, call.nr, args, "would move a process out of its node's process "
+                       "group (refused: a CRASH kills the node's group)",
+                       first_is_fd=False)
+
+
+@handles("ptrace", "unshare", "setns")
+def sys_refused(call):
+    what = {"ptrace": "traces a process", "unshare": "leaves its namespaces",
+            "setns": "enters another namespace"}[NAME[call.nr]]
+    return unsupported(call, call.nr, call.args, f"{what} (refused: cmc traces and "
+                       "isolates its nodes itself)", first_is_fd=False)
 
 
 @handles("exit")
@@ -95,7 +135,9 @@ def sys_futex(call):
     node, args = call.node, call.args
     uaddr, op, val = args[0], signed(args[1]), args[2] & 0xFFFFFFFF
     cmd = op & FUTEX_CMD_MASK
-    futexes = node.futexes
+    # A private futex is the process's (its memory); a shared one may be waited on by
+    # several processes of the node (memory they share since a fork, at one address).
+    futexes = node.futexes if op & FUTEX_PRIVATE_FLAG else node.shared_futexes
     if cmd in (FUTEX_WAIT, FUTEX_WAIT_BITSET):
         bitset = BITSET_ANY if cmd == FUTEX_WAIT else args[5] & 0xFFFFFFFF
         if bitset == 0:
@@ -128,7 +170,8 @@ def sys_futex(call):
         def timed_out():
             futexes.leave(waiter)
             return Err(errno.ETIMEDOUT)
-        return Block(woken, timeout, timed_out if timeout is not None else None, "futex")
+        return Block(woken, timeout, timed_out if timeout is not None else None, "futex",
+                     cancel=lambda: futexes.leave(waiter))
     if cmd in (FUTEX_WAKE, FUTEX_WAKE_BITSET):
         bitset = BITSET_ANY if cmd == FUTEX_WAKE else args[5] & 0xFFFFFFFF
         if bitset == 0:
@@ -145,8 +188,8 @@ def sys_futex(call):
         moved = futexes.requeue(uaddr, args[4], _count(args[3] & 0xFFFFFFFF))
         return Ret(woken + moved if cmd == FUTEX_CMP_REQUEUE else woken)
     if cmd == FUTEX_WAKE_OP:
-        return _wake_op(node, uaddr, args[4], _count(val), _count(args[3] & 0xFFFFFFFF),
-                        args[5] & 0xFFFFFFFF)
+        return _wake_op(node, futexes, uaddr, args[4], _count(val),
+                        _count(args[3] & 0xFFFFFFFF), args[5] & 0xFFFFFFFF)
     return unsupported(call, call.nr, args, "uses a futex operation cmc does not emulate "
                        "(priority-inheritance and fd futexes are not supported)",
                        first_is_fd=False)
@@ -167,7 +210,7 @@ def _sext12(v: int) -> int:
     return v - 0x1000 if v & 0x800 else v
 
 
-def _wake_op(node, uaddr: int, uaddr2: int, n: int, n2: int, encoded: int):
+def _wake_op(node, futexes, uaddr: int, uaddr2: int, n: int, n2: int, encoded: int):
     """FUTEX_WAKE_OP: change the word at uaddr2, wake n on uaddr, and n2 on uaddr2 if
     the old word met the condition (as kernel/futex/waitwake.c)."""
     op, cmp = (encoded >> 28) & 0xF, (encoded >> 24) & 0xF
@@ -187,7 +230,7 @@ def _wake_op(node, uaddr: int, uaddr2: int, n: int, n2: int, encoded: int):
            4: s_old > cmparg, 5: s_old >= cmparg}.get(cmp)
     if met is None:
         return Err(errno.ENOSYS)
-    woken = node.futexes.wake(uaddr, n)
+    woken = futexes.wake(uaddr, n)
     if met:
-        woken += node.futexes.wake(uaddr2, n2)
+        woken += futexes.wake(uaddr2, n2)
     return Ret(woken)

@@ -16,13 +16,21 @@ moment, in one of these conditions:
 Which of the last three a thread not held is in is read from the kernel
 (`/proc/PID/task/TID/stat` and `.../syscall`), never guessed from how long it has
 been quiet. A thread's *index* is its order of creation within the incarnation (0:
-the main thread); cmc shows indexes, never tids, which differ from run to run.
+the main thread), counted over every process of the node; cmc shows indexes, never
+tids, which differ from run to run.
+
+A node is a process tree (SPEC §9.2): each process of it is a `Process`, indexed in
+creation order too (0: the program cmc launched). What the kernel keeps per process
+-- the descriptor table, the close-on-exec flags, the epoll instances, the futex
+queues of its private memory, the descriptor limit, the memory itself -- is the
+process's; a handler sees the node through the process that made the call.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
+from . import _native
 from .syscalls_x86_64 import NR
 
 # Calls a thread may sleep in natively, not notified, that another thread of the
@@ -41,6 +49,7 @@ NATIVE_WAITS = frozenset(NR[n] for n in (
 class Thread:
     index: int                  # creation order within the incarnation (0: main)
     tid: int
+    proc: object = None         # the Process it belongs to
     notif: object = None        # the held notification, None when not held
     block: object = None        # the held call's Block once dispatched and blocked
     ctid: int = 0               # CLONE_CHILD_CLEARTID: cleared and woken at its exit
@@ -94,6 +103,109 @@ class Futexes:
                 w.addr = addr2
                 moved += 1
         return moved
+
+
+class Process:
+    """One process of a node, as the calls it makes see the node: its own fields
+    (OWN) are the process's, every other attribute is the node's (read and set
+    through), so that a handler given a Process treats it as its node."""
+    OWN = ("node", "number", "pid", "parent", "fds", "cloexec", "epolls", "futexes",
+           "nofile", "pidfd", "vforked")
+    __slots__ = OWN
+
+    def __init__(self, node, number: int, pid: int, parent: "Process | None" = None):
+        own = object.__setattr__
+        own(self, "node", node)
+        own(self, "number", number)     # creation order ("index" is the node's)
+        own(self, "pid", pid)
+        own(self, "parent", parent.number if parent is not None else None)
+        own(self, "pidfd", -1)
+        own(self, "vforked", False)
+        own(self, "futexes", Futexes())
+        if parent is None:
+            own(self, "fds", {})
+            own(self, "cloexec", set())
+            own(self, "epolls", {})
+            own(self, "nofile", node.nofile_start)
+        else:                       # a child: copies of its parent's descriptors
+            own(self, "fds", dict(parent.fds))
+            for sock in self.fds.values():
+                sock.refs += 1
+            own(self, "cloexec", set(parent.cloexec))
+            own(self, "epolls", dict(parent.epolls))   # the same instances
+            own(self, "nofile", parent.nofile)
+
+    def __getattr__(self, name):
+        if name in Process.OWN or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.node, name)
+
+    def __setattr__(self, name, value):
+        if name in Process.OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.node, name, value)
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in Process.OWN}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"<process {self.number} of node {self.node.name}>"
+
+    # -- memory ---------------------------------------------------------------------
+    def read(self, addr: int, length: int) -> bytes | None:
+        try:
+            return _native.read_mem(self.pid, addr, length)
+        except OSError:
+            return None
+
+    def write(self, addr: int, data: bytes) -> bool:
+        try:
+            _native.write_mem(self.pid, addr, data)
+            return True
+        except OSError:
+            return False
+
+    def read_cstr(self, addr: int, limit: int = 4096) -> bytes | None:
+        out = b""
+        while len(out) < limit:
+            chunk_len = min(256, 4096 - (addr + len(out)) % 4096)
+            chunk = self.read(addr + len(out), chunk_len)
+            if chunk is None:
+                return None
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                return out + chunk[:nul]
+            out += chunk
+        return out
+
+
+def task_status(tid: int) -> dict[str, str]:
+    """The fields of /proc/TID/status (Tgid, PPid, SigPnd, ShdPnd, SigBlk, SigCgt...);
+    empty when the kernel no longer lists tid."""
+    try:
+        with open(f"/proc/{tid}/status", "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def task_children(pid: int, tid: int) -> list[int]:
+    """The children thread tid of process pid created that are not reaped yet."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
 
 
 def task_state(pid: int, tid: int) -> tuple[str, int | None]:

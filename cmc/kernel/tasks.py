@@ -1,0 +1,495 @@
+"""Running a node: every thread of every process of it, one at a time.
+
+The process runs until it makes a notified call. `Node.run` answers calls that can
+complete at once and stops at the first one that cannot: the node is then
+*quiescent*, holding one pending notification that an environment action (a
+delivery, a timeout firing, a reset) may complete later. A node whose process
+has exited is quiescent too.
+
+How the notification loop works, and why (`run`, `_next_notification`, `_answer`):
+
+- *One listener, several processes.* A node's seccomp listener belongs to the
+  filter, and a process forked from the node (a --fast copy, fork.py) runs under the
+  same filter: its calls arrive on the same listener. So a notification is taken for
+  the process it came from (`Notification.pid`); one of another process on the
+  listener is put aside in the `Tap`'s stash, and that process takes it from there
+  when it runs. The listener is closed when its last process is gone.
+- *The end of a process is seen on a pidfd,* not on the listener: the listener hangs
+  up (POLLHUP) only when every process under the filter has exited, which for a node
+  with copies may be never while the node is long dead. Both are polled together,
+  with the watchdog as the only timeout: a node that neither blocks nor exits within
+  it is a target error, never a hang.
+- *An answer to a target that is gone* fails with ENOENT: it was killed (with
+  WAIT_KILLABLE_RECV a non-fatal signal waits for the answer instead of withdrawing
+  the call, so a call is not re-issued behind cmc's back). `_answer` reports that as
+  False and the loop collects the exit.
+- *CONTINUE* lets the call run natively in the target (a file, a pipe, the exec
+  that `calls.sys_execve` traces). Most opens never reach this loop: the C helper
+  answers them with CONTINUE itself (filter.PASS_OPEN).
+- *A call that cannot complete* is held: its notification stays unanswered, which
+  keeps the target frozen inside the call until an environment action lets the
+  handler's `attempt` complete it (`try_wake`) or its timeout fires (`fire`).
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+
+from ..errors import TargetError
+from . import _native
+from .answer import ANSWERED, CONTINUE, Block, Err
+from .calllog import render
+from .syscalls_x86_64 import NAME, NR
+from .threads import (NATIVE_WAITS, Process, Thread, task_children, task_ids, task_state,
+                      task_status)
+
+# What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
+# signal handler, ERESTARTSYS is EINTR unless SA_RESTART (then the call is made again);
+# ERESTARTNOHAND is EINTR; with no handler run, either is made again.
+ERESTARTSYS, ERESTARTNOHAND = 512, 514
+NO_RESTART = frozenset(("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait",
+                        "epoll_pwait2", "nanosleep", "clock_nanosleep", "pause"))
+VFORKS = frozenset((NR["vfork"], NR["clone"], NR["clone3"]))
+
+# Totals for benchmarks (experiments/bench.py): launches and notifications answered.
+COUNTERS = {"launches": 0, "notifications": 0}
+
+
+class Tasks:
+    """What Node (node.py) runs its tasks with: the notification loop, finding new
+    threads and processes, their ends, signals for held calls."""
+
+    def run(self, outcome) -> None:
+        """Answer a held call (`outcome`: (thread, result), or None) and run the
+        node, one thread at a time, until no thread can run: each is held in a call
+        that cannot complete yet, natively blocked or gone (the node is quiescent),
+        or the process has exited."""
+        # The watchdog is real time per step: a node that keeps making calls that
+        # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
+        self._deadline = time.monotonic() + self.cluster.watchdog_s
+        while True:
+            if not self.alive:
+                return
+            if outcome is not None and not self._resume(*outcome):
+                return
+            if not self._gather():
+                return
+            outcome = self._runnable()
+            if outcome is None:
+                return
+
+    def _resume(self, thread: Thread, result) -> bool:
+        """Answer thread's held call: it runs. False: the process is gone."""
+        notif = thread.notif
+        thread.notif = thread.block = None
+        thread.yielded = 0
+        if result is ANSWERED or self._answer(notif, result):
+            return True
+        return self._gone(thread.proc, wait=True)
+
+    def _gather(self) -> bool:
+        """Wait until no thread of the node is running: each is held (cmc has its
+        next call), natively blocked or gone, as the kernel shows them. A node of
+        one thread simply waits for its next call. False: the process exited."""
+        rounds = 0
+        while True:
+            if not self.alive:
+                return False
+            loose = [t for t in self.threads.values() if t.notif is None]
+            if not loose and not self.clones and self.forking is None:
+                if self.next_proc > 1 and self._interrupt():
+                    continue
+                return True
+            single = len(self.threads) == 1 and not self.clones and self.forking is None
+            notif = self._next_notification(None if single else min(1 << rounds, 64) - 1)
+            if notif is False:
+                return False
+            if notif is not None:
+                self._arrive(notif)
+                continue
+            rounds += 1
+            if not self._settled(loose):
+                continue
+            # A thread seen asleep may be asleep in a notified call whose notification
+            # the kernel queued before it slept: look once more, after.
+            notif = self._next_notification(0)
+            if notif is False:
+                return False
+            if notif is None:
+                if self.next_proc > 1 and self._interrupt():
+                    continue
+                return True
+            self._arrive(notif)
+
+    def _settled(self, loose: list[Thread]) -> bool:
+        """Look at the threads not held, in the kernel: find the new one (after a
+        clone), forget those gone; True when none is running."""
+        if self.clones:
+            parent = self.threads.get(self.clone_parent)
+            proc = parent.proc if parent is not None else self.main
+            new = [tid for tid in task_ids(proc.pid) if tid not in self.threads] \
+                if proc is not None else []
+            for tid in new:
+                loose.append(self._add_thread(tid, proc))
+            if not new and (parent is None or parent.notif is not None):
+                self.clones = 0          # the clone failed: no thread came of it
+        if self.forking is not None:
+            proc, tid = self.forking
+            new = [pid for pid in task_children(proc.pid, tid) if pid not in self.procs]
+            for pid in new[:1]:
+                loose.append(self._add_process(pid, proc))
+            parent = self.threads.get(tid)
+            if not new and (parent is None or parent.notif is not None
+                            or _past_fork(proc.pid, tid)):
+                self.forking = None      # it failed, or the child is gone already
+        running = False
+        for t in loose:
+            if t.tid not in self.threads:
+                continue                 # its process is gone
+            state, nr = task_state(t.proc.pid, t.tid)
+            if state in "XZ":
+                self._thread_gone(t)
+            elif state == "D" and t.proc.vforked and nr in VFORKS:
+                t.native = nr            # a vfork's parent: until its child execs or exits
+            elif t.exiting or state != "S" or nr not in NATIVE_WAITS:
+                t.native = None
+                running = True
+            else:
+                t.native = nr
+        return not running and not self.clones and self.forking is None
+
+    def _arrive(self, notif) -> None:
+        t = self.threads.get(notif.pid) or self._new_task(notif.pid)
+        t.notif, t.block, t.native = notif, None, None
+
+    def _new_task(self, tid: int) -> Thread:
+        """The first call of a thread cmc has not seen: a new thread of one of the
+        node's processes, or the first thread of a new process (tid == its pid)."""
+        tgid = _tgid(tid)
+        if tgid != tid and tgid in self.procs:
+            return self._add_thread(tid, self.procs[tgid])
+        parent = self.procs.get(_ppid(tid))
+        if parent is None and self.forking is not None:
+            parent = self.forking[0]
+        return self._add_process(tid, parent or self.main)
+
+    def _add_thread(self, tid: int, proc: Process) -> Thread:
+        t = Thread(self.next_thread, tid, proc, ctid=self.clone_ctid)
+        self.next_thread += 1
+        self.clone_ctid = 0
+        self.clones = max(self.clones - 1, 0)
+        self.threads[tid] = t
+        return t
+
+    def _add_process(self, pid: int, parent: Process) -> Thread:
+        """A new process of the node, forked by `parent`: copies of its descriptors,
+        and its first thread."""
+        proc = Process(self, self.next_proc, pid, parent)
+        self.next_proc += 1
+        if self.forking is not None and self.forking[0] is parent:
+            self.forking = None
+        self.procs[pid] = proc
+        self.tap.pids.add(pid)
+        try:
+            proc.pidfd = os.pidfd_open(pid)
+            self._poller.register(proc.pidfd, select.POLLIN)
+        except OSError:
+            pass                         # gone already: seen so by task_state
+        t = Thread(self.next_thread, pid, proc)
+        self.next_thread += 1
+        self.threads[pid] = t
+        return t
+
+    def _thread_gone(self, t: Thread) -> None:
+        """The kernel dropped the thread; what it does then for CLONE_CHILD_CLEARTID
+        (clear the word, wake one waiter) cmc does for its own futex queues."""
+        del self.threads[t.tid]
+        if t.ctid:
+            self.shared_futexes.wake(t.ctid, 1)     # the kernel's wake is a shared one
+
+    def _runnable(self):
+        """The next thread to run and the answer to its call, or None: in creation
+        order, the first whose call (dispatched now if it just arrived) completes;
+        a thread that gave way (sched_yield) only when no other can run, the one
+        that gave way first, first."""
+        dispatch = self.cluster.dispatch
+        held = [t for t in self.threads.values() if t.notif is not None]
+        for t in held:
+            if t.block is None:
+                result = dispatch(t.proc, t.notif)
+                if not isinstance(result, Block):
+                    return t, result
+                t.block = result
+            if t.yielded:
+                continue
+            done = t.block.attempt()
+            if done is None and t.block.timeout_ns == 0:
+                done = t.block.on_fire()
+            if done is not None:
+                return t, done
+        gave_way = [t for t in held if t.yielded]
+        if gave_way:
+            t = min(gave_way, key=lambda t: t.yielded)
+            return t, t.block.attempt()
+        return None
+
+    def thread_of(self, tid: int) -> Thread | None:
+        return self.threads.get(tid)
+
+    def give_way(self, tid: int) -> None:
+        """Thread tid called sched_yield: it runs again only when no other thread
+        can, after those that gave way before it."""
+        self._yields += 1
+        self.threads[tid].yielded = self._yields
+
+    def blocked(self) -> list[Thread]:
+        """The threads held in a blocked call, in creation order."""
+        return [t for t in self.threads.values() if t.block is not None]
+
+    def blocked_calls(self):
+        """The node's blocked calls, for the fingerprint: (call, timeout) for a node
+        of one thread; else, per thread in creation order, (index, call, timeout),
+        or (index, the native call it sleeps in) or (index, None: running); the
+        index is (process index, thread index) in a node that has had processes."""
+        if len(self.threads) == 1 and self.next_thread == 1:
+            t = next(iter(self.threads.values()))
+            return (t.block.what, t.block.timeout_ns) if t.block is not None else None
+        out = []
+        for t in self.threads.values():
+            who = (t.proc.number, t.index) if self.next_proc > 1 else t.index
+            if t.block is not None:
+                out.append((who, t.block.what, t.block.timeout_ns))
+            else:
+                out.append((who, NAME.get(t.native) if t.native is not None else None))
+        return tuple(out)
+
+    @property
+    def pending(self):
+        """(notification, Block) of a node of one thread held in a blocked call
+        (what --fast copies); None otherwise."""
+        if len(self.threads) != 1:
+            return None
+        t = next(iter(self.threads.values()))
+        return (t.notif, t.block) if t.block is not None else None
+
+    def rebind(self, notif) -> None:
+        """The one thread's held call is now notification `notif` (fork.py)."""
+        next(iter(self.threads.values())).notif = notif
+
+    def _answer(self, notif, result) -> bool:
+        if self.cluster.recording:
+            self.cluster.calls.append((self.name, render(notif.nr, notif.args, result,
+                                                         self.moved)))
+            self.moved = None
+        if result is CONTINUE:
+            return _native.respond(self.listener, notif.id, cont=True)
+        if isinstance(result, Err):
+            return _native.respond(self.listener, notif.id, err=result.errno)
+        return _native.respond(self.listener, notif.id, val=result.val)
+
+    def try_wake(self) -> bool:
+        """Run a held thread whose call the world now lets complete, and on."""
+        if not self.alive or not any(t.block is not None for t in self.threads.values()):
+            return False
+        outcome = self._runnable()
+        if outcome is None:
+            return False
+        self.run(outcome)
+        return True
+
+    def fire(self, index: int = 0) -> None:
+        """The timeout of thread `index`'s blocked call expires."""
+        t = next(t for t in self.threads.values() if t.index == index)
+        self.elapsed_ns += t.block.timeout_ns
+        self.run((t, t.block.on_fire()))
+
+    def _next_notification(self, timeout_ms: int | None = None):
+        """The next notification of this node (any thread of any of its processes);
+        None when `timeout_ms` passes first or a process of it ended; False when
+        the node has no process left."""
+        tap = self.tap
+        for tid in list(tap.stash):
+            if self._mine(tid):
+                return tap.stash.pop(tid)
+        while True:
+            left = self._deadline - time.monotonic()
+            wait = max(int(left * 1000), 0) if left > 0 else 0
+            if timeout_ms is not None:
+                wait = min(wait, timeout_ms)
+            events = dict(self._poller.poll(wait))
+            if not events:
+                if left > 0 and timeout_ms is not None:
+                    return None
+                if time.monotonic() < self._deadline:
+                    continue
+                raise TargetError(self.cluster.where(self) + self._stuck() +
+                                  f" for {self.cluster.watchdog_s:g} s without blocking in an "
+                                  "emulated call (watchdog; raise it with --watchdog)")
+            if events.get(self.listener, 0) & select.POLLIN:
+                try:
+                    notif = _native.recv(self.listener)
+                except OSError:
+                    notif = None
+                if notif is not None:
+                    if self._mine(notif.pid):
+                        COUNTERS["notifications"] += 1
+                        return notif
+                    tap.stash[notif.pid] = notif       # a copy's; not this node's
+                continue
+            ended = [p for p in self.procs.values() if p.pidfd in events]
+            if not ended and events.get(self.listener, 0) & select.POLLHUP:
+                ended = list(self.procs.values())     # every process on the filter is gone
+            if not ended:
+                continue
+            for proc in ended:
+                if not self._gone(proc):
+                    return False
+            return None
+
+    def _mine(self, tid: int) -> bool:
+        """Whether a notification of thread tid is this node's: a thread of it, or a
+        new thread or process of one of its processes (a copy's are not)."""
+        if tid in self.threads:
+            return True
+        if tid in self.tap.pids:
+            return False                  # a process of a copy
+        tgid = _tgid(tid)
+        return tgid in self.procs if tgid != tid else _ppid(tid) in self.procs
+
+    def _gone(self, proc: Process, wait: bool = False) -> bool:
+        """Process proc has ended (`wait`: is ending: its answer found it gone). The
+        kernel closed its descriptors. The end of the launched process is judged
+        as a program's end (SPEC §8); another's is its parent's business (wait4 and
+        SIGCHLD are native), and cmc reaps it only when it came to cmc as an orphan.
+        False when the node has no process left."""
+        if proc.pid == self.pid:
+            _, status = os.waitpid(self.pid, 0)
+            self.pid = 0
+            self._forget(proc)
+            self.cluster.process_exited(proc)
+            if os.WIFSIGNALED(status):
+                self.kill()               # the rest of its tree goes with it
+                sig = signal.Signals(os.WTERMSIG(status)).name
+                raise TargetError(self.cluster.where(self) +
+                                  f"died of signal {sig} outside a CRASH action")
+            code = os.WEXITSTATUS(status)
+            if code != 0:
+                self.kill()
+                raise TargetError(self.cluster.where(self) +
+                                  f"exited with status {code} outside a CRASH action" +
+                                  self.cluster.stderr_tail(self))
+        else:
+            if wait and proc.pidfd >= 0:
+                select.select([proc.pidfd], [], [], self.cluster.watchdog_s)
+            self._forget(proc)
+            self.cluster.process_exited(proc)
+            self.reapable.append(proc.pid)
+        self.reapable = [pid for pid in self.reapable if not _reaped(pid)]
+        if self.procs:
+            return True
+        self._detach()
+        self.cluster.node_exited(self)
+        return False
+
+    def _interrupt(self) -> bool:
+        """A caught signal is pending for a thread held in a blocked call (SIGCHLD
+        of a child that ended, a signal one process of the node sent another): end
+        the call as Linux does -- with EINTR, or restarted under SA_RESTART for a
+        call Linux restarts (the kernel decides, from ERESTARTSYS; poll, select,
+        epoll_wait, sleeps and calls with a timeout get ERESTARTNOHAND: EINTR when
+        a handler runs). True when one was."""
+        for t in list(self.threads.values()):
+            if t.block is None or t.notif is None:
+                continue
+            st = task_status(t.tid)
+            if not st:
+                continue
+            try:
+                pending = (int(st["SigPnd"], 16) | int(st["ShdPnd"], 16)) \
+                    & ~int(st["SigBlk"], 16) & int(st["SigCgt"], 16)
+            except (KeyError, ValueError):
+                continue
+            if not pending:
+                continue
+            block = t.block
+            if block.cancel is not None:
+                block.cancel()
+            code = ERESTARTNOHAND if (block.timeout_ns is not None or block.what in NO_RESTART) \
+                else ERESTARTSYS
+            self._resume(t, Err(code))
+            return True
+        return False
+
+    def _stuck(self) -> str:
+        """Who kept running, for the watchdog's message."""
+        if len(self.threads) <= 1 and self.next_proc <= 1:
+            return "ran"
+        loose = [t for t in self.threads.values() if t.notif is None]
+        shown = []
+        for t in loose:
+            _, nr = task_state(t.proc.pid, t.tid)
+            shown.append(self.who(t) + (f" (in {NAME.get(nr, nr)})" if nr is not None else ""))
+        if self.forking is not None:
+            shown.append(f"the child process {self.who(self.forking[0])} forked, not seen")
+        return ", ".join(shown) + (" ran" if len(shown) == 1 else " were running")
+
+    def fire_names(self, t: Thread, several: bool) -> dict:
+        """How a FIRE of thread t names it (by creation order): not at all when it is
+        the node's only timed wait; else its process, in a node that has had more
+        than one, and its thread, where its process has more than one."""
+        if not several:
+            return {}
+        if self.next_proc <= 1:
+            return {"thread": t.index}
+        own = [u for u in self.threads.values() if u.proc is t.proc]
+        return {"process": t.proc.number, "thread": t.index if len(own) > 1 else None}
+
+    def who(self, t) -> str:
+        """A thread (or a process) as messages name it: by creation order."""
+        if isinstance(t, Process):
+            return f"process {t.number}"
+        if self.next_proc > 1:
+            own = [u for u in self.threads.values() if u.proc is t.proc]
+            return f"process {t.proc.number}" + (f" thread {t.index}" if len(own) > 1 else "")
+        return f"thread {t.index}"
+
+
+def _past_fork(pid: int, tid: int) -> bool:
+    """Whether thread tid has returned from its fork and sleeps natively (a parent in
+    wait4): inside the fork it may sleep too, before its child is listed."""
+    state, nr = task_state(pid, tid)
+    return state in "XZ" or (state == "S" and nr in NATIVE_WAITS)
+
+
+def _tgid(tid: int) -> int:
+    st = task_status(tid)
+    return int(st.get("Tgid", 0) or 0)
+
+
+def _ppid(tid: int) -> int:
+    st = task_status(tid)
+    return int(st.get("PPid", 0) or 0)
+
+
+def _reaped(pid: int) -> bool:
+    """Reap pid if it is a child of cmc that ended (an orphan of a node, which came
+    to cmc as its subreaper); True when it is gone for good."""
+    try:
+        got, _ = os.waitpid(pid, os.WNOHANG)
+        return got == pid
+    except ChildProcessError:
+        return not os.path.exists(f"/proc/{pid}")
+
+
+def reap_orphans(pids: list[int], timeout_s: float) -> None:
+    """After a node's group was killed: reap those of its processes that come to
+    cmc as orphans (each does once its parent is gone), within timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    left = list(pids)
+    while left:
+        left = [pid for pid in left if not _reaped(pid)]
+        if not left or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)

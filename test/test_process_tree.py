@@ -1,0 +1,192 @@
+"""Nodes that are process trees (SPEC §9.2), checked unmodified through the real CLI:
+
+- the durlog demo started through a shell script that forks it and waits (no exec):
+  durlog's own verdicts and counts (demo/durlog-wrap.sh, models/durlog-wrap.model);
+- a pre-fork server whose two workers accept on the listening socket their parent
+  made (demo/prefork.c), its planted bug needing both workers;
+- a BGSAVE-like store whose child writes the snapshot while the parent serves and
+  learns of its end by SIGCHLD (demo/bgsave.c), its planted bug needing a CRASH while
+  the child runs;
+- a node that runs system() at start-up (test/progs/system_start.c), and a Python
+  node started through `#!/usr/bin/env python3` with a forking shim first on PATH;
+- a caught SIGCHLD ending a held recv with EINTR, or restarting it under SA_RESTART
+  (test/progs/sigchld.c), as Linux does.
+
+Counts are exact; where they are known by hand the comment says how.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from conftest import PROGS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
+
+MODELS = ROOT / "models"
+SHIM = PROGS.parent / "shim"
+# env finds python3 on PATH: the shim first, then this interpreter's directory
+SHIM_PATH = str(SHIM) + os.pathsep + os.path.dirname(sys.executable) + os.pathsep \
+    + os.environ.get("PATH", "")
+
+
+def cmc(tmp_path, model, *extra, env=None):
+    return run_cmc("--model-file", model, *extra, cwd=tmp_path, env=env)
+
+
+def ok(r) -> None:
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def labels(out: str) -> list[str]:
+    return [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("State ")]
+
+
+def error_part(out: str) -> str:
+    """The counterexample: from the first Error line up to the counts."""
+    start = out.index("Error: ")
+    return out[start:out.index(" states generated", start)].rsplit("\n", 1)[0]
+
+
+# -- a shell wrapper that forks: durlog's own answers ----------------------------------
+@pytest.mark.slow
+def test_durlog_through_a_forking_shell_gives_durlogs_counts(tmp_path):
+    r = cmc(tmp_path, MODELS / "durlog-wrap.model")
+    ok(r)
+    assert counts(r.stdout) == (1991, 933, 14)           # models/durlog.model's
+
+
+def test_durlog_bug_through_a_forking_shell_gives_durlogs_counterexample(tmp_path):
+    bug = ("-D", "bin=../demo/build/durlog-bug")
+    wrapped = cmc(tmp_path, MODELS / "durlog-wrap.model", *bug)
+    plain = cmc(tmp_path, MODELS / "durlog.model", *bug)
+    assert wrapped.returncode == plain.returncode == 1, wrapped.stdout[-3000:]
+    assert "Invariant no_lost_commit is violated" in wrapped.stdout
+    assert error_part(wrapped.stdout) == error_part(plain.stdout)
+    assert counts(wrapped.stdout) == counts(plain.stdout)
+
+
+# -- a pre-fork server ---------------------------------------------------------------
+def test_prefork_workers_share_the_listening_socket(tmp_path):
+    # 19: every order of the four deliveries (two CONNECTs, two requests, a request
+    # after its CONNECT), a tree; the witness: a world where each worker served one.
+    r = cmc(tmp_path, MODELS / "prefork.model")
+    ok(r)
+    assert "No error has been found" in r.stdout
+    assert counts(r.stdout) == (19, 19, 5)
+
+
+def test_prefork_bug_needs_two_workers(tmp_path):
+    r = cmc(tmp_path, MODELS / "prefork.model", "-D", "bin=../demo/build/prefork-bug")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert "Invariant unique_ids is violated" in r.stdout
+    assert labels(r.stdout) == ["<Initial predicate>", "<DELIVER alice -> ids CONNECT>",
+                                "<DELIVER bob -> ids CONNECT>",
+                                '<DELIVER alice -> ids "ID\\n">',
+                                '<DELIVER bob -> ids "ID\\n">']
+    assert "worker 0" in r.stdout and "worker 1" in r.stdout
+
+
+def test_prefork_with_one_worker_has_no_bug_to_find(tmp_path):
+    r = cmc(tmp_path, MODELS / "prefork.model", "-D", "bin=../demo/build/prefork-bug",
+            "-D", "workers=1")
+    assert "unique_ids" not in r.stdout
+    assert "Witness both_workers_served was not found" in r.stdout or r.returncode != 0
+
+
+def test_prefork_runs_are_byte_identical(tmp_path):
+    runs = [cmc(tmp_path, MODELS / "prefork.model") for _ in range(3)]
+    for r in runs:
+        ok(r)
+    assert len({without_timestamps(r.stdout) for r in runs}) == 1
+
+
+# -- snapshot by fork ------------------------------------------------------------------
+def test_bgsave_holds(tmp_path):
+    r = cmc(tmp_path, MODELS / "bgsave.model")
+    ok(r)
+    assert "No error has been found" in r.stdout
+    assert counts(r.stdout) == (315, 227, 10)
+
+
+def test_bgsave_bug_is_a_crash_while_the_child_runs(tmp_path):
+    r = cmc(tmp_path, MODELS / "bgsave.model", "-D", "bin=../demo/build/bgsave-bug")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert "Invariant no_lost_write is violated" in r.stdout
+    trace = labels(r.stdout)
+    assert trace[-1] == "<CRASH kv>"
+    # the child was still writing: its sleep never fired before the crash
+    assert not any("FIRE" in step for step in trace), trace
+
+
+def test_bgsave_fast_gives_replays_output(tmp_path):
+    replay = cmc(tmp_path, MODELS / "bgsave.model")
+    fast = cmc(tmp_path, MODELS / "bgsave.model", "--fast")
+    ok(replay)
+    ok(fast)
+    assert without_timestamps(fast.stdout) == without_timestamps(replay.stdout)
+
+
+# -- system() at start-up, a forking interpreter shim -----------------------------------
+@pytest.mark.parametrize("variant", ["", "-static"])
+def test_system_at_start_up(tmp_path, variant):
+    r = cmc(tmp_path, TEST_MODELS / "system_start.model",
+            "-D", f"bin=../progs/build/system_start{variant}")
+    ok(r)
+    assert counts(r.stdout) == (13, 9, 5)                # counter.model's
+
+
+def test_system_at_start_up_failing_is_the_nodes_error(tmp_path):
+    r = cmc(tmp_path, TEST_MODELS / "system_start.model", "-D", "cmd=exit 4")
+    assert r.returncode == 3, r.stdout[-3000:]
+    assert "Error: node svc (step 0, launch): exited with status 1" in r.stdout
+
+
+def test_python_through_a_forking_shim(tmp_path):
+    r = cmc(tmp_path, TEST_MODELS / "pyshim.model", env={"PATH": SHIM_PATH})
+    ok(r)
+    assert counts(r.stdout) == (19, 15, 6)
+
+
+# -- signals and held calls --------------------------------------------------------
+SIGCHLD = TEST_MODELS / "sigchld.model"
+
+
+def with_invariant(tmp_path, inv: str):
+    text = SIGCHLD.read_text().replace('"../progs/', f'"{PROGS.parent}/')
+    path = tmp_path / "sigchld.model"
+    path.write_text(text + inv)
+    return path
+
+
+@pytest.mark.parametrize("mode", ["eintr", "restart"])
+def test_sigchld_counts(tmp_path, mode):
+    # launch; CONNECT; then the line and the child's 1 s sleep in either order (each
+    # order is its own world: the reply differs), then the other: 6, a tree
+    r = cmc(tmp_path, SIGCHLD, "-D", f"mode={mode}")
+    ok(r)
+    assert counts(r.stdout) == (6, 6, 4)
+
+
+def test_sigchld_without_sa_restart_ends_the_held_recv_with_eintr(tmp_path):
+    r = cmc(tmp_path, with_invariant(tmp_path, 'invariant no_eintr: '
+                                               'all r in replies: r.what != "EINTR"\n'),
+            "-D", "mode=eintr")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert labels(r.stdout) == ["<Initial predicate>", "<DELIVER alice -> p CONNECT>",
+                                "<FIRE p clock_nanosleep 1s>"]
+    assert 'raw |-> "EINTR"' in r.stdout
+
+
+def test_sigchld_under_sa_restart_restarts_the_held_recv(tmp_path):
+    r = cmc(tmp_path, with_invariant(tmp_path, 'invariant no_eintr: '
+                                               'all r in replies: r.what != "EINTR"\n'
+                                               'invariant handler_not_first: '
+                                               'all r in replies: r.chld == 0\n'),
+            "-D", "mode=restart")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert "Invariant handler_not_first is violated" in r.stdout     # never no_eintr
+    assert labels(r.stdout) == ["<Initial predicate>", "<DELIVER alice -> p CONNECT>",
+                                "<FIRE p clock_nanosleep 1s>",
+                                '<DELIVER alice -> p "hello\\n">']
+    assert 'raw |-> "GOT hello chld=1 reaped=1"' in r.stdout
