@@ -254,7 +254,8 @@ int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
         if (out->nr != nrs[i]) continue;
         char path[4096];
         if (read_path((int)out->pid, out->args[path_args[i]], path, sizeof path)) return 0;
-        if (strstr(path, needle)) return 0;
+        for (const char *nd = needle; *nd; nd += strlen(nd) + 1)
+            if (strstr(path, nd)) return 0;
         cmc_respond(listener, out->id, 0, 0, 1);
         return 1;
     }

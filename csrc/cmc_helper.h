@@ -41,7 +41,8 @@ int cmc_spawn(const char *path, char *const argv[], char *const envp[],
 int cmc_recv(int listener, struct cmc_notif *out);
 
 /* Receive one notification as cmc_recv does; but when its call is nrs[i] and the
- * path in its argument path_args[i] does not contain needle, answer it at once
+ * path in its argument path_args[i] contains none of the needles (needle: strings
+ * one after the other, each ended by NUL, the list by an empty one), answer it at once
  * with CONTINUE (it runs natively) and return 1. 0 when *out is for the caller,
  * or -errno. */
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],

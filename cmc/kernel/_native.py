@@ -64,13 +64,13 @@ _passing = {"nrs": ffi.new("int32_t[]", 0), "args": ffi.new("int32_t[]", 0), "n"
             "needle": ffi.new("char[]", b"")}
 
 
-def pass_through(calls: dict[int, int], needle: bytes) -> None:
+def pass_through(calls: dict[int, int], needles: tuple[bytes, ...]) -> None:
     """From now on, `recv` answers a notification of syscall nr (a key of `calls`)
-    itself, with CONTINUE, when the path in argument calls[nr] does not contain
-    `needle`: the call runs natively without a round trip into Python."""
+    itself, with CONTINUE, when the path in argument calls[nr] contains none of
+    `needles`: the call runs natively without a round trip into Python."""
     _passing.update(nrs=ffi.new("int32_t[]", list(calls)),
                     args=ffi.new("int32_t[]", list(calls.values())), n=len(calls),
-                    needle=ffi.new("char[]", needle))
+                    needle=ffi.new("char[]", b"".join(n + b"\0" for n in needles)))
 
 
 def recv(listener: int) -> Notification | None:

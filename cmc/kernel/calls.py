@@ -255,8 +255,9 @@ _NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
 
 @handles("open", "openat", "openat2")
 def sys_open(call):
-    """Only opens whose path contains "limits" come here (filter.PASS_OPEN): the
-    limits file of a node's own process shows its emulated descriptor limit."""
+    """Only opens whose path contains "limits" or "random" come here
+    (filter.PASS_OPEN): the limits file of a node's own process shows its emulated
+    descriptor limit, and the files of randomness give the node's random stream."""
     node, args = call.node, call.args
     notif = call.notif
     if notif.nr == NR["open"]:
@@ -276,7 +277,10 @@ def sys_open(call):
             path = os.path.join(os.readlink(f"/proc/{notif.pid}/{where}").encode(), path)
         except OSError:
             return CONTINUE
-    m = _PROC_LIMITS.fullmatch(os.path.normpath(path))
+    path = os.path.normpath(path)
+    if path in _RANDOM_FILES:
+        return _answer_with(call, "random", _RANDOM_FILES[path](node), flags)
+    m = _PROC_LIMITS.fullmatch(path)
     if m is None or m.group(1) not in (b"self", b"thread-self", str(node.pid).encode(),
                                        str(notif.pid).encode()):
         return CONTINUE             # not this node's limits
@@ -287,16 +291,40 @@ def sys_open(call):
         return CONTINUE
     soft, hard = node.nofile
     line = b"%-25s %-20d %-20d %-10s " % (b"Max open files", soft, hard, b"files")
-    memfd = os.memfd_create("limits", os.MFD_CLOEXEC)
+    return _answer_with(call, "limits", _NOFILE_LINE.sub(line, text), flags)
+
+
+def _answer_with(call, name: str, content: bytes, flags: int):
+    """Answer an open with a read-only file of `content` (a memfd)."""
+    memfd = os.memfd_create(name, os.MFD_CLOEXEC)
     try:
-        os.write(memfd, _NOFILE_LINE.sub(line, text))
+        os.write(memfd, content)
         os.lseek(memfd, 0, os.SEEK_SET)
-        _native.addfd(node.listener, notif.id, memfd, cloexec=bool(flags & O_CLOEXEC))
+        _native.addfd(call.node.listener, call.id, memfd, cloexec=bool(flags & O_CLOEXEC))
     except OSError:
         return CONTINUE
     finally:
         os.close(memfd)
     return ANSWERED
+
+
+def _uuid(node) -> bytes:
+    b = bytearray(node.random_bytes(16))
+    b[6], b[8] = (b[6] & 0x0F) | 0x40, (b[8] & 0x3F) | 0x80      # version 4, RFC 4122
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}\n".encode()
+
+
+# Where a program reads randomness from a file: the node's random stream instead (SPEC
+# §8: the same on every run), like getrandom. A read past URANDOM_BYTES sees the end
+# of the file. boot_id is one fixed value (it differs between machines).
+URANDOM_BYTES = 65536
+_RANDOM_FILES = {
+    b"/dev/urandom": lambda node: node.random_bytes(URANDOM_BYTES),
+    b"/dev/random": lambda node: node.random_bytes(URANDOM_BYTES),
+    b"/proc/sys/kernel/random/uuid": _uuid,
+    b"/proc/sys/kernel/random/boot_id": lambda node: b"c3c3c3c3-0000-4000-8000-00000000c3c3\n",
+}
 
 
 @handles("close_range")

@@ -12,9 +12,10 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   creator make first (rt_sigprocmask, sigaltstack: a point where cmc holds each
   until the threads before it block), and the rlimit calls (real fds stay below 500 under a real limit of 500,
   while the program is shown a limit above every virtual descriptor);
-- opening a file, so that /proc/self/limits shows that limit too; every open
-  whose path does not contain "limits" is answered in C with CONTINUE (PASS_OPEN),
-  without a round trip into Python;
+- opening a file, so that /proc/self/limits shows that limit too and /dev/urandom
+  gives the node's random stream; every open whose path contains neither "limits"
+  nor "random" is answered in C with CONTINUE (PASS_OPEN), without a round trip
+  into Python;
 - when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
   writes also when the fd is 3 or 193 (the state channels cmc takes synchronously),
   and fcntl and the dup family on fd 3 or 193 (a copy of them would escape cmc).
@@ -59,9 +60,11 @@ ALWAYS = (
     "open", "openat", "openat2", "futex", "sched_yield", "exit", "rt_sigprocmask",
     "sigaltstack", "setsid", "setpgid", "ptrace", "unshare", "setns",
 )
-# open calls answered in C unless their path (this argument) contains PASS_NEEDLE
+# open calls answered in C unless their path (this argument) contains one of
+# PASS_NEEDLES: /proc/self/limits (the emulated descriptor limit), /dev/urandom,
+# /dev/random and /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's)
 PASS_OPEN = {NR["open"]: 0, NR["openat"]: 1, NR["openat2"]: 1}
-PASS_NEEDLE = b"limits"
+PASS_NEEDLES = (b"limits", b"random")
 REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 FD_ARG0 = (
     "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",

@@ -16,7 +16,7 @@ from ..errors import TargetError, UnsupportedMachine
 from ..interrupts import interrupts_held
 from . import _native
 from .abi import VFD_BASE
-from .filter import PASS_NEEDLE, PASS_OPEN, build_filter
+from .filter import PASS_NEEDLES, PASS_OPEN, build_filter
 from .tasks import COUNTERS, Tasks, reap_orphans
 from .threads import Futexes, Process, Thread
 
@@ -25,7 +25,7 @@ REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
 
 _FILTER = build_filter()
-_native.pass_through(PASS_OPEN, PASS_NEEDLE)
+_native.pass_through(PASS_OPEN, PASS_NEEDLES)
 
 _DEVNULL: list[int] = []
 

@@ -109,9 +109,9 @@ def close_vfd(node, fd: int) -> bool:
     node.cloexec.discard(fd)
     if sock is None:
         return False
-    forget_socket(node, fd)
     sock.refs -= 1
     if sock.refs == 0:
+        forget_socket(node, sock)
         release(node, sock)
     return True
 
@@ -152,8 +152,15 @@ def readiness(sock: Sock) -> int:
     return ev
 
 
-def forget_socket(node, fd: int) -> None:
-    """A virtual descriptor was closed: it leaves every epoll set (as on Linux when
-    the last reference goes; cmc drops the registration of that number)."""
-    for regs in node.epolls.values():
-        regs.pop(fd, None)
+def forget_socket(node, sock: Sock) -> None:
+    """The last descriptor of sock, in any process of the node, was closed: it leaves
+    every epoll set, as on Linux, where an epoll entry lives as long as the open file
+    it watches (a child's close of its copy, or a dup's, leaves the entry)."""
+    seen = set()
+    for proc in node.procs.values():
+        for regs in proc.epolls.values():
+            if id(regs) in seen:
+                continue                # an instance shared since a fork
+            seen.add(id(regs))
+            for fd in [fd for fd, reg in regs.items() if reg.sock is sock]:
+                del regs[fd]

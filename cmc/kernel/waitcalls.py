@@ -200,7 +200,11 @@ def sys_pselect6(call):
 
 # -- epoll -----------------------------------------------------------------------------
 class Registration:
-    def __init__(self, events: int, data: int):
+    """An epoll entry: the socket it watches (it stays while the socket is open in
+    any process, as Linux keeps an entry while its open file lives), what for, and
+    the user's data."""
+    def __init__(self, sock, events: int, data: int):
+        self.sock = sock
         self.events = events
         self.data = data
         self.armed = True
@@ -242,17 +246,19 @@ def sys_epoll_ctl(call):
         if raw is None or len(raw) != EPOLL_EVENT.size:
             return Err(errno.EFAULT)
         events, data = EPOLL_EVENT.unpack(raw)
+    mine = fd in regs and regs[fd].sock is sock      # an entry is (number, socket)
     if op == EPOLL_CTL_ADD:
-        if fd in regs:
+        if mine:
             return Err(errno.EEXIST)
-        regs[fd] = Registration(events, data)
+        regs[fd] = Registration(sock, events, data)
     elif op == EPOLL_CTL_MOD:
-        if fd not in regs:
+        if not mine:
             return Err(errno.ENOENT)
-        regs[fd] = Registration(events, data)
+        regs[fd] = Registration(sock, events, data)
     elif op == EPOLL_CTL_DEL:
-        if regs.pop(fd, None) is None:
+        if not mine:
             return Err(errno.ENOENT)
+        del regs[fd]
     else:
         return Err(errno.EINVAL)
     return Ret(0)
@@ -269,8 +275,8 @@ def _epoll_wait(node, epfd: int, events_addr: int, maxevents: int, timeout_ns, w
     def scan():
         out = []
         for fd, reg in list(regs.items()):
-            sock = get_sock(node, fd)
-            if sock is None or not reg.armed:
+            sock = reg.sock
+            if not reg.armed:
                 continue
             rev = readiness(sock) & (reg.events | POLLERR | POLLHUP) & 0xFFFF
             if not rev:
