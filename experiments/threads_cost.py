@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""What a state costs when a node has threads, side by side with one that has none.
+"""What a state costs when a node has threads, or is a process tree, side by side with
+one that has neither.
 
 durlog (demo/durlog.c) and tlog (demo/tlog.c) speak the same protocol in the same
 two-node model; durlog's primary is one thread over poll(), tlog's has a thread per
 client connection, a reader thread and condition variables (every futex call is
 notified and emulated; each settle of the node reads /proc for the threads cmc is not
 holding). gokv (demo/gokv) is the same protocol in Go: the Go runtime's five or more
-threads. Each model is checked ROUNDS times, the runs of the models interleaved; the
+threads. durlog-wrap starts each durlog node through a shell script that forks it and
+waits (demo/durlog-wrap.sh): two processes per node, the shell parked in wait4, and a
+shell's start-up at every launch. Each model is checked ROUNDS times, the runs of the models interleaved; the
 figure per model is the fastest run's wall time over its states generated (every
 state is a replay from the launch: the cost per state grows with depth, which the
 three models share within a step). Prints the costs and the ratios to durlog's.
@@ -27,6 +30,7 @@ MODELS = {
     "durlog (1 thread, poll)": ["--model-file", "models/durlog.model"],
     "tlog (threads, futexes)": ["--model-file", "models/tlog.model"],
     "gokv (Go runtime)": ["--model-file", "models/gokv.model"],
+    "durlog-wrap (sh + durlog)": ["--model-file", "models/durlog-wrap.model"],
 }
 COUNTS = re.compile(r"^(\d+) states generated, (\d+) distinct", re.M)
 

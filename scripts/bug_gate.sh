@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 CMC=${CMC:-python3 -m cmc}
 
-# demo  model file  property the bug build must violate
+# demo  model file  property the bug build must violate  [program, if not the demo's]
 GATE="
 durlog  models/durlog.model  no_lost_commit
 relay   models/relay.model   no_lost_message
@@ -24,6 +24,7 @@ tlog    models/tlog.model    no_lost_commit
 gokv    models/gokv.model    no_lost_commit
 prefork models/prefork.model unique_ids
 bgsave  models/bgsave.model  no_lost_write
+durlog-wrap models/durlog-wrap.model no_lost_commit durlog
 "
 
 if ! make -s -C demo >/dev/null; then
@@ -38,16 +39,17 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 warnings=""
-row() { printf '%-8s %-7s %-26s %-26s %9s %9s %6s %8s  %s\n' "$@"; }
+row() { printf '%-11s %-7s %-26s %-26s %9s %9s %6s %8s  %s\n' "$@"; }
 row demo build expected got generated distinct depth seconds result
 row ------ ----- -------- --- --------- -------- ----- ------- ------
 
-while read -r demo model prop; do
+while read -r demo model prop prog; do
     [ -z "$demo" ] && continue
+    prog=${prog:-$demo}
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$demo"; then
         continue
     fi
-    if [ ! -x "demo/build/$demo" ]; then     # a Go demo without a Go toolchain
+    if [ ! -x "demo/build/$prog" ]; then     # a Go demo without a Go toolchain
         row "$demo" "-" "built" "not built (no go)" - - - - SKIP
         continue
     fi
@@ -55,7 +57,7 @@ while read -r demo model prop; do
         args=(--model-file "$model")
         expected="exit 0"
         if [ "$build" = bug ]; then
-            args+=(-D "bin=../demo/build/$demo-bug" --trace-out "$tmp/$demo.trace.json")
+            args+=(-D "bin=../demo/build/$prog-bug" --trace-out "$tmp/$demo.trace.json")
             expected="exit 1: $prop"
         fi
         start=$(date +%s%N)

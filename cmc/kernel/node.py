@@ -131,6 +131,7 @@ class Node(Tasks):
         self.next_proc = 0             # the index of the next process seen
         self.forking = None            # (Process, tid) that forked, the child not seen yet
         self.reapable: list[int] = []  # pids of processes gone that cmc may have to reap
+        self.ends = 0                  # processes of the node that ended (tasks.py)
         self.pgid = 0                  # the node's process group: all its processes
         self.shared_futexes = Futexes()  # futexes not private to one process
         # tid -> Thread (threads.py), in creation order: a thread is added when first

@@ -52,6 +52,7 @@ ERESTARTSYS, ERESTARTNOHAND = 512, 514
 NO_RESTART = frozenset(("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait",
                         "epoll_pwait2", "nanosleep", "clock_nanosleep", "pause"))
 VFORKS = frozenset((NR["vfork"], NR["clone"], NR["clone3"]))
+WAITS_FOR_CHILD = frozenset((NR["wait4"], NR["waitid"]))
 
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
 COUNTERS = {"launches": 0, "notifications": 0}
@@ -97,13 +98,20 @@ class Tasks:
         while True:
             if not self.alive:
                 return False
-            loose = [t for t in self.threads.values() if t.notif is None]
-            if not loose and not self.clones and self.forking is None:
+            # Not held: each is looked at in the kernel, but for a parent asleep in
+            # wait4 when no process of the node has ended since it was seen there:
+            # only a child's end wakes it (a shell over the program it runs).
+            loose = [t for t in self.threads.values() if t.notif is None and not self._parked(t)]
+            creating = self.clones or self.forking is not None
+            if not loose and not creating:
                 if self.next_proc > 1 and self._interrupt():
                     continue
                 return True
-            single = len(self.threads) == 1 and not self.clones and self.forking is None
-            notif = self._next_notification(None if single else min(1 << rounds, 64) - 1)
+            # One thread in all that is neither held nor parked: wait for its next call
+            # (or its end); else look at the kernel between short waits.
+            single = not creating and len(loose) == 1 and all(
+                t.notif is None for t in self.threads.values())
+            notif = self._next_notification(None if single else min(1 << rounds, 4) - 1)
             if notif is False:
                 return False
             if notif is not None:
@@ -157,8 +165,11 @@ class Tasks:
                 t.native = None
                 running = True
             else:
-                t.native = nr
+                t.native, t.native_at = nr, self.ends
         return not running and not self.clones and self.forking is None
+
+    def _parked(self, t: Thread) -> bool:
+        return t.native in WAITS_FOR_CHILD and t.native_at == self.ends
 
     def _arrive(self, notif) -> None:
         t = self.threads.get(notif.pid) or self._new_task(notif.pid)
@@ -364,6 +375,7 @@ class Tasks:
         as a program's end (SPEC §8); another's is its parent's business (wait4 and
         SIGCHLD are native), and cmc reaps it only when it came to cmc as an orphan.
         False when the node has no process left."""
+        self.ends += 1
         if proc.pid == self.pid:
             _, status = os.waitpid(self.pid, 0)
             self.pid = 0

@@ -55,6 +55,7 @@ class Thread:
     ctid: int = 0               # CLONE_CHILD_CLEARTID: cleared and woken at its exit
     exiting: bool = False       # it called exit(): gone once the kernel drops it
     native: int | None = None   # the native call it sleeps in (NATIVE_WAITS), if any
+    native_at: int = 0          # ... seen when the node's processes had ended this often
     yielded: int = 0            # its call is sched_yield (the how-manyth): others first
 
 
