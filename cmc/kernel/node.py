@@ -201,7 +201,8 @@ class Node(Tasks):
         the process, its listener and its pidfd stay with the original."""
         state = dict(self.__dict__)
         state.pop("_poller", None)
-        state.update(pid=0, tap=None, listener=-1, pidfd=-1, alive=False)
+        state.update(pid=0, pgid=0, tap=None, listener=-1, pidfd=-1, alive=False,
+                     procs={0: self.main} if self.procs else {})
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -278,6 +279,8 @@ class Node(Tasks):
             except ProcessLookupError:
                 pass
         for pid in self.procs:
+            if pid <= 0:
+                continue                   # a copy's record, no process attached yet
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -292,7 +295,7 @@ class Node(Tasks):
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
-        others = [p for p in self.procs if p != self.pid] + self.reapable
+        others = [p for p in self.procs if p > 0 and p != self.pid] + self.reapable
         self.reapable = []
         self._detach()
         reap_orphans(others, self.cluster.watchdog_s)

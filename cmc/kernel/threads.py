@@ -148,7 +148,11 @@ class Process:
             setattr(self.node, name, value)
 
     def __getstate__(self):
-        return {k: getattr(self, k) for k in Process.OWN}
+        """A copy (fork.py) has no process until one is attached: not the original's
+        pid, nor its pidfd."""
+        state = {k: getattr(self, k) for k in Process.OWN}
+        state.update(pid=0, pidfd=-1)
+        return state
 
     def __setstate__(self, state):
         for k, v in state.items():
