@@ -102,6 +102,7 @@ class Tasks:
             # wait4 when no process of the node has ended since it was seen there:
             # only a child's end wakes it (a shell over the program it runs).
             loose = [t for t in self.threads.values() if t.notif is None and not self._parked(t)]
+            ends = self.ends
             creating = self.clones or self.forking is not None
             if not loose and not creating:
                 if self.next_proc > 1 and self._interrupt():
@@ -117,6 +118,8 @@ class Tasks:
             if notif is not None:
                 self._arrive(notif)
                 continue
+            if self.ends != ends:
+                continue                 # a process ended: who is loose is to be seen again
             rounds += 1
             if not self._settled(loose):
                 continue
@@ -125,6 +128,8 @@ class Tasks:
             notif = self._next_notification(0)
             if notif is False:
                 return False
+            if notif is None and self.ends != ends:
+                continue
             if notif is None:
                 if self.next_proc > 1 and self._interrupt():
                     continue
