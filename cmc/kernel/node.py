@@ -154,14 +154,6 @@ class Node(Tasks):
         """The process cmc launched (or, after it exited, the oldest left)."""
         return next(iter(self.procs.values()), None)
 
-    # What a node of one process keeps, for the code that looks at the node as a
-    # whole (a handler sees the process that made the call instead: dispatch.py).
-    fds = property(lambda self: self.main.fds)
-    cloexec = property(lambda self: self.main.cloexec)
-    epolls = property(lambda self: self.main.epolls)
-    futexes = property(lambda self: self.main.futexes)
-    nofile = property(lambda self: self.main.nofile)
-
     def process(self, tid: int) -> Process:
         """The process thread tid belongs to."""
         return self.threads[tid].proc
