@@ -116,7 +116,6 @@ class Node(Tasks):
         self.pid = 0
         self.listener = -1
         self.tap: Tap | None = None
-        self.pidfd = -1
         self.alive = False
         self._reset_incarnation()
 
@@ -193,7 +192,7 @@ class Node(Tasks):
         the process, its listener and its pidfd stay with the original."""
         state = dict(self.__dict__)
         state.pop("_poller", None)
-        state.update(pid=0, pgid=0, tap=None, listener=-1, pidfd=-1, alive=False,
+        state.update(pid=0, pgid=0, tap=None, listener=-1, alive=False,
                      procs={0: self.main} if self.procs else {})
         return state
 
@@ -216,7 +215,6 @@ class Node(Tasks):
             self.next_proc = 1
         proc.pid = pid
         proc.pidfd = os.pidfd_open(pid)
-        self.pidfd = proc.pidfd
         self.procs = {pid: proc}
         main = next(iter(self.threads.values()), None)
         if main is None:
@@ -226,7 +224,7 @@ class Node(Tasks):
         self.threads = {pid: main}
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
-        self._poller.register(self.pidfd, select.POLLIN)
+        self._poller.register(proc.pidfd, select.POLLIN)
 
     def _detach(self) -> None:
         """Forget every process of the node (they are gone)."""
@@ -236,7 +234,7 @@ class Node(Tasks):
             _native.guard_forget(self.pgid)
         self.tap = None
         self.pid = self.pgid = 0
-        self.pidfd = self.listener = -1
+        self.listener = -1
         self.alive = False
         self.threads = {}
 

@@ -183,10 +183,10 @@ class Tasks:
     def _new_task(self, tid: int) -> Thread:
         """The first call of a thread cmc has not seen: a new thread of one of the
         node's processes, or the first thread of a new process (tid == its pid)."""
-        tgid = _tgid(tid)
+        tgid, ppid = _ids(tid)
         if tgid != tid and tgid in self.procs:
             return self._add_thread(tid, self.procs[tgid])
-        parent = self.procs.get(_ppid(tid))
+        parent = self.procs.get(ppid)
         if parent is None and self.forking is not None:
             parent = self.forking[0]
         return self._add_process(tid, parent or self.main)
@@ -371,8 +371,8 @@ class Tasks:
             return True
         if tid in self.tap.pids:
             return False                  # a process of a copy
-        tgid = _tgid(tid)
-        return tgid in self.procs if tgid != tid else _ppid(tid) in self.procs
+        tgid, ppid = _ids(tid)
+        return tgid in self.procs if tgid != tid else ppid in self.procs
 
     def _gone(self, proc: Process, wait: bool = False) -> bool:
         """Process proc has ended (`wait`: is ending: its answer found it gone). The
@@ -460,17 +460,21 @@ class Tasks:
             return {}
         if self.next_proc <= 1:
             return {"thread": t.index}
-        own = [u for u in self.threads.values() if u.proc is t.proc]
-        return {"process": t.proc.number, "thread": t.index if len(own) > 1 else None}
+        return {"process": t.proc.number,
+                "thread": t.index if self._threaded(t.proc) else None}
 
     def who(self, t) -> str:
         """A thread (or a process) as messages name it: by creation order."""
         if isinstance(t, Process):
             return f"process {t.number}"
         if self.next_proc > 1:
-            own = [u for u in self.threads.values() if u.proc is t.proc]
-            return f"process {t.proc.number}" + (f" thread {t.index}" if len(own) > 1 else "")
+            return f"process {t.proc.number}" + (f" thread {t.index}"
+                                                 if self._threaded(t.proc) else "")
         return f"thread {t.index}"
+
+    def _threaded(self, proc: Process) -> bool:
+        """Whether process proc has more than one thread now."""
+        return sum(1 for u in self.threads.values() if u.proc is proc) > 1
 
 
 def _past_fork(pid: int, tid: int) -> bool:
@@ -480,14 +484,10 @@ def _past_fork(pid: int, tid: int) -> bool:
     return state in "XZ" or (state == "S" and nr in NATIVE_WAITS)
 
 
-def _tgid(tid: int) -> int:
+def _ids(tid: int) -> tuple[int, int]:
+    """(Tgid, PPid) of task tid, from one read of its status; zeros when it is gone."""
     st = task_status(tid)
-    return int(st.get("Tgid", 0) or 0)
-
-
-def _ppid(tid: int) -> int:
-    st = task_status(tid)
-    return int(st.get("PPid", 0) or 0)
+    return int(st.get("Tgid", 0) or 0), int(st.get("PPid", 0) or 0)
 
 
 def _reaped(pid: int) -> bool:
