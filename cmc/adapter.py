@@ -36,6 +36,7 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
         reply_record=record,
         params=dict(model.params),
         network=model.network,
+        disk=model.disk,
         channel_cap=channel_cap,
         watchdog_s=watchdog_s,
     )

@@ -28,6 +28,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -246,12 +247,21 @@ static int read_path(int pid, uint64_t addr, char *buf, size_t len)
 }
 
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
-                     const int32_t path_args[], int n, const char *needle)
+                     const int32_t path_args[], const int32_t flag_args[],
+                     uint64_t flag_mask, int n, const char *needle)
 {
     int r = cmc_recv(listener, out);
     if (r) return r;
     for (int i = 0; i < n; i++) {
         if (out->nr != nrs[i]) continue;
+        uint64_t flags = 0;
+        if (flag_args[i] >= 0) {
+            flags = out->args[flag_args[i]];
+        } else if (cmc_read_mem((int)out->pid, out->args[-flag_args[i] - 1], &flags,
+                                sizeof flags) != (int64_t)sizeof flags) {
+            return 0;
+        }
+        if (flags & flag_mask) return 0;
         char path[4096];
         if (read_path((int)out->pid, out->args[path_args[i]], path, sizeof path)) return 0;
         for (const char *nd = needle; *nd; nd += strlen(nd) + 1)
@@ -586,6 +596,19 @@ out:
 int cmc_subreaper(void)
 {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) ? -errno : 0;
+}
+
+int cmc_file_id(const char *path, uint64_t *out)
+{
+    struct statx st;
+    memset(&st, 0, sizeof st);
+    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &st) < 0)
+        return -errno;
+    out[0] = ((uint64_t)st.stx_dev_major << 32) | st.stx_dev_minor;
+    out[1] = st.stx_ino;
+    out[2] = (st.stx_mask & STATX_BTIME) ? (uint64_t)st.stx_btime.tv_sec : 0;
+    out[3] = (st.stx_mask & STATX_BTIME) ? st.stx_btime.tv_nsec : 0;
+    return 0;
 }
 
 /* The guard's loop: kill every group it was told of once cmc is gone. */

@@ -40,13 +40,16 @@ int cmc_spawn(const char *path, char *const argv[], char *const envp[],
 /* Receive one notification (blocking; retried on EINTR). 0 or -errno. */
 int cmc_recv(int listener, struct cmc_notif *out);
 
-/* Receive one notification as cmc_recv does; but when its call is nrs[i] and the
- * path in its argument path_args[i] contains none of the needles (needle: strings
- * one after the other, each ended by NUL, the list by an empty one), answer it at once
- * with CONTINUE (it runs natively) and return 1. 0 when *out is for the caller,
- * or -errno. */
+/* Receive one notification as cmc_recv does; but when its call is nrs[i], its flags
+ * have none of the bits of flag_mask, and the path in its argument path_args[i]
+ * contains none of the needles (needle: strings one after the other, each ended by
+ * NUL, the list by an empty one), answer it at once with CONTINUE (it runs natively)
+ * and return 1. The flags are argument flag_args[i], or, when flag_args[i] is -k,
+ * the 64-bit value argument k-1 points to (openat2's struct open_how). 0 when *out
+ * is for the caller, or -errno. */
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
-                     const int32_t path_args[], int n, const char *needle);
+                     const int32_t path_args[], const int32_t flag_args[],
+                     uint64_t flag_mask, int n, const char *needle);
 
 /* Answer notification id: the call returns val, or fails with errno err when
  * err != 0, or (cont != 0) runs natively in the target. 0 or -errno
@@ -94,6 +97,12 @@ int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int 
 /* Make this process a child subreaper: orphans of the node processes it starts
  * (a node's process tree, SPEC 9.2) become its children, to be reaped by it. */
 int cmc_subreaper(void);
+
+/* The identity of the file at path (not following a last symlink): out[0] its
+ * device, out[1] its inode number, out[2] and out[3] its birth time (seconds,
+ * nanoseconds; 0 where the file system keeps none). A birth time tells a reused
+ * inode number apart (the disk model, SPEC 9.3). 0 or -errno. */
+int cmc_file_id(const char *path, uint64_t *out);
 
 /* Start the guard: a process of its own group that ignores terminal signals and
  * reads, from the pipe whose write end *wfd_out gets (close-on-exec), records of

@@ -60,24 +60,30 @@ def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[i
 
 
 _notif = ffi.new("struct cmc_notif *")
-_passing = {"nrs": ffi.new("int32_t[]", 0), "args": ffi.new("int32_t[]", 0), "n": 0,
+_passing = {"nrs": ffi.new("int32_t[]", 0), "args": ffi.new("int32_t[]", 0),
+            "flags": ffi.new("int32_t[]", 0), "mask": 0, "n": 0,
             "needle": ffi.new("char[]", b"")}
 
 
-def pass_through(calls: dict[int, int], needles: tuple[bytes, ...]) -> None:
-    """From now on, `recv` answers a notification of syscall nr (a key of `calls`)
-    itself, with CONTINUE, when the path in argument calls[nr] contains none of
-    `needles`: the call runs natively without a round trip into Python."""
+def pass_through(calls: dict[int, tuple[int, int]], flag_mask: int,
+                 needles: tuple[bytes, ...]) -> None:
+    """From now on, `recv` answers a notification of syscall nr (a key of `calls`,
+    whose value is (path argument, flags argument)) itself, with CONTINUE, when its
+    flags have none of the bits of flag_mask and its path contains none of
+    `needles`: the call runs natively without a round trip into Python. A flags
+    argument -k means: the 64 bits argument k-1 points to."""
     _passing.update(nrs=ffi.new("int32_t[]", list(calls)),
-                    args=ffi.new("int32_t[]", list(calls.values())), n=len(calls),
+                    args=ffi.new("int32_t[]", [a for a, _ in calls.values()]),
+                    flags=ffi.new("int32_t[]", [f for _, f in calls.values()]),
+                    mask=flag_mask, n=len(calls),
                     needle=ffi.new("char[]", b"".join(n + b"\0" for n in needles)))
 
 
 def recv(listener: int) -> Notification | None:
     """The next notification; None when it was one that `pass_through` answered."""
     p = _passing
-    if _check(lib.cmc_recv_passing(listener, _notif, p["nrs"], p["args"], p["n"],
-                                   p["needle"])):
+    if _check(lib.cmc_recv_passing(listener, _notif, p["nrs"], p["args"], p["flags"],
+                                   p["mask"], p["n"], p["needle"])):
         return None
     n = _notif
     return Notification(n.id, n.pid, n.nr, tuple(n.args[i] for i in range(6)))
@@ -153,6 +159,15 @@ def place_fd(listener: int, nid: int, srcfd: int, newfd: int, cloexec: bool) -> 
 def subreaper() -> None:
     """Orphans of the node processes this process starts become its children."""
     _check(lib.cmc_subreaper())
+
+
+def file_id(path: str) -> tuple[int, int, int, int]:
+    """(device, inode, birth seconds, birth nanoseconds) of the file at path (a
+    last symlink not followed): the same across renames, different for a new file
+    that reuses an inode number."""
+    out = ffi.new("uint64_t[4]")
+    _check(lib.cmc_file_id(os.fsencode(path), out))
+    return (out[0], out[1], out[2], out[3])
 
 
 # -- the guard: what kills a node's process tree when cmc is gone ----------------------

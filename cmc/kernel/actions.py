@@ -38,6 +38,8 @@ class Action:
     timeout_ns: int = 0
     thread: int | None = None   # a FIRE's thread, when its node has more than one timed wait
     process: int | None = None  # ... and its process, when the node has had more than one
+    reached: int | None = None  # a CRASH under fsync partial: how many unsynced writes
+    unsynced: int = 0           # ... of how many reached disk
 
     @property
     def label(self) -> str:
@@ -47,6 +49,9 @@ class Action:
                 thread = f" process {self.process}{thread}"
             return f"FIRE {self.node}{thread} {self.call} {self.timeout_ns / 1e9:g}s"
         if self.kind == "CRASH":
+            if self.reached is not None:
+                return (f"CRASH {self.node} ({self.reached} of {self.unsynced} unsynced "
+                        "writes reached disk)")
             return f"CRASH {self.node}"
         text = f"{self.kind} {self.src} -> {self.dst}"
         if self.msg is None:
@@ -65,6 +70,9 @@ class Action:
                 out["thread"] = self.thread
             return out
         if self.kind == "CRASH":
+            if self.reached is not None:
+                return {"kind": self.kind, "node": self.node, "reached": self.reached,
+                        "unsynced": self.unsynced}
             return {"kind": self.kind, "node": self.node}
         data = self.msg if self.msg != DATA else self.data.decode("utf-8", "replace")
         return {"kind": self.kind, "src": self.src, "dst": self.dst, "data": data,

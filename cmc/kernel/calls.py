@@ -15,6 +15,7 @@ from . import _native
 from .abi import (AT_FDCWD, DURABLE_FD, IOV_MAX, O_ACCMODE, O_CLOEXEC,
                   REALTIME_CLOCKS, RLIMIT_NOFILE, STATE_FD, TIMER_ABSTIME, VFD_BASE)
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
+from .diskcalls import disk_open, disk_write
 from .handler import fd_arg, handles, read_iovecs, read_timespec, signed, timespec
 from .sockets import close_vfd
 from .stream import sock_send, sock_send_bytes
@@ -117,6 +118,8 @@ def sys_write(call):
         node.take_state_bytes(fd, data)
         node.moved = data
         return Ret(len(data))
+    if fd < VFD_BASE:               # a page cache sees writes from fd 3 up (filter.py)
+        return disk_write(call, fd, lambda: node.read(args[1], args[2]))
     return sock_send(node, fd, args[1], args[2], 0, "write")
 
 
@@ -124,6 +127,8 @@ def sys_write(call):
 def sys_writev(call):
     node, args = call.node, call.args
     fd = fd_arg(args[0])
+    if fd < VFD_BASE and fd not in (STATE_FD, DURABLE_FD):
+        return disk_write(call, fd, lambda: read_iovecs(node, args[1], args[2]))
     if args[2] > IOV_MAX:
         return Err(errno.EINVAL)
     data = read_iovecs(node, args[1], args[2])
@@ -255,8 +260,8 @@ _NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
 
 @handles("open", "openat", "openat2")
 def sys_open(call):
-    """Only opens whose path contains "limits" or "random" come here
-    (filter.PASS_OPEN): the limits file of a node's own process shows its emulated
+    """Only opens whose path contains "limits" or "random", or with O_TRUNC, come
+    here (filter.PASS_OPEN): a truncation is the disk model's (diskcalls.py); the limits file of a node's own process shows its emulated
     descriptor limit, and the files of randomness give the node's random stream."""
     node, args = call.node, call.args
     notif = call.notif
@@ -269,6 +274,7 @@ def sys_open(call):
             flags = struct.unpack("<Q", how)[0] if how and len(how) == 8 else 0
         else:
             flags = args[2]
+    disk_open(call, dirfd, path, flags)
     if path is None or flags & O_ACCMODE:
         return CONTINUE             # the kernel says EFAULT, or refuses to write it
     if not path.startswith(b"/"):

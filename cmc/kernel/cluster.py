@@ -50,6 +50,7 @@ class ClusterSpec:
     reply_record: Callable  # (client, node, index, req, raw) -> dict
     params: dict = field(default_factory=dict)
     network: str = "fifo"
+    disk: str = "fsync"     # the page cache of the nodes' files (disk.py)
     channel_cap: int = 64
     watchdog_s: float = 10.0
 
@@ -102,7 +103,9 @@ class Cluster:
 
     def drain(self) -> dict:
         """What happened since the last drain: each node's emulated calls, and
-        the stdout/stderr lines it printed (for showing a behavior step by step)."""
+        the stdout/stderr lines it printed (for showing a behavior step by step);
+        with a page cache, what a CRASH in the step threw away ("lost") and the
+        writes not yet durable ("unsynced")."""
         out = {n.name: {"calls": [], "stdout": "", "stderr": ""} for n in self.nodes}
         for name, line in self.calls:
             out[name]["calls"].append(line)
@@ -121,6 +124,10 @@ class Cluster:
                         continue
                     self._out_offsets[path] = start + len(data)
                     out[n.name][stream] += data.decode("utf-8", errors="replace")
+            if n.disk.thrown:               # what a CRASH in this step threw away
+                out[n.name]["lost"], n.disk.thrown = n.disk.thrown, []
+            if n.disk.pending:              # what a CRASH now would throw away
+                out[n.name]["unsynced"] = n.disk.unsynced()
         return out
 
     # -- helpers the kernel uses ----------------------------------------------------
@@ -332,8 +339,14 @@ class Cluster:
                                       **node.fire_names(t, len(timed) > 1)))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:
-                if node.alive:
+                if not node.alive:
+                    continue
+                k = node.disk.choices() - 1     # fsync partial: which writes reached disk
+                if not k:
                     out.append(Action(("CRASH", node.index), "CRASH", node=node.name))
+                for j in range(k + 1) if k else ():
+                    out.append(Action(("CRASH", node.index, j), "CRASH", node=node.name,
+                                      reached=j, unsynced=k))
         return out
 
     def apply(self, key: tuple) -> Action:
@@ -384,7 +397,7 @@ class Cluster:
             node.fire(index)
         elif kind == "CRASH":
             self.budgets["crash"] -= 1
-            self._crash(self.nodes[key[1]])
+            self._crash(self.nodes[key[1]], *key[2:])
         self.net.collect()
         self.settle()
         self.net.collect()
@@ -435,8 +448,11 @@ class Cluster:
             else:
                 self.nodes[owner].history.append(("RESET", conn.key()))
 
-    def _crash(self, node: Node) -> None:
+    def _crash(self, node: Node, *reached: int) -> None:
+        """CRASH node; under fsync partial `reached` is how many of its unsynced
+        writes reached disk (none given: none did)."""
         node.kill()
+        node.disk.crash(node.cwd, *reached)
         for conn in list(self.net.conns):
             mine = [ep for ep in (conn.a, conn.b) if ep is not None and ep.owner == node.index]
             if mine:
@@ -450,7 +466,7 @@ class Cluster:
         self.net.collect()
         node.crashes += 1
         node.incarnation += 1
-        node.history.append(("CRASH",))
+        node.history.append(("CRASH",) + reached)
         node.launch()
 
     # -- what a world is ------------------------------------------------------------
@@ -464,7 +480,8 @@ class Cluster:
         return xxhash.xxh3_128_digest(repr(self._world()).encode())
 
     NODE_FIELDS = ("name", "alive", "incarnation", "state or input history", "durable state",
-                   "blocked call (what, timeout ns)")
+                   "blocked call (what, timeout ns)",
+                   "files (their durable contents and unsynced writes, a digest)")
 
     def parts(self) -> list[tuple[str, dict]]:
         """The world in named parts with named fields, for telling a person which
@@ -504,7 +521,8 @@ class Cluster:
             blocked = n.blocked_calls()
             own = (canon(n.volatile) if n.volatile_emitted else "-") if n.ever_wrote_state \
                 else tuple(n.history)
-            nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), blocked))
+            disk = n.disk.digest(n.cwd) if n.ever_wrote_state and n.disk.on else None
+            nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), blocked, disk))
         def chan(msgs):
             items = [(m.kind, m.data) for m in msgs]
             return tuple(sorted(items) if self.spec.network == "bag" else items)

@@ -2,7 +2,7 @@
 from the handlers' `handles` marks in the modules below, imported here explicitly."""
 from __future__ import annotations
 
-from . import calls, fdcalls, sockopts, stream, threadcalls, waitcalls
+from . import calls, diskcalls, fdcalls, sockopts, stream, threadcalls, waitcalls
 from .handler import Call, unsupported
 from .syscalls_x86_64 import NR
 
@@ -18,7 +18,7 @@ def _table(*modules) -> dict[int, object]:
     return table
 
 
-HANDLERS = _table(calls, threadcalls, stream, fdcalls, sockopts, waitcalls)
+HANDLERS = _table(calls, threadcalls, stream, fdcalls, diskcalls, sockopts, waitcalls)
 
 
 def dispatch(node, notif):

@@ -158,7 +158,7 @@ def sys_espipe(call):
     return Err(errno.ESPIPE) if get_sock(node, fd_arg(args[0])) else Err(errno.EBADF)
 
 
-@handles("fsync", "fdatasync", "ftruncate", "fchdir", "getdents64", "flock")
+@handles("fchdir", "getdents64", "flock")
 def sys_einval(call):
     node, args = call.node, call.args
     if get_sock(node, fd_arg(args[0])) is None:

@@ -60,10 +60,14 @@ ALWAYS = (
     "open", "openat", "openat2", "futex", "sched_yield", "exit", "rt_sigprocmask",
     "sigaltstack", "setsid", "setpgid", "ptrace", "unshare", "setns",
 )
-# open calls answered in C unless their path (this argument) contains one of
-# PASS_NEEDLES: /proc/self/limits (the emulated descriptor limit), /dev/urandom,
-# /dev/random and /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's)
-PASS_OPEN = {NR["open"]: 0, NR["openat"]: 1, NR["openat2"]: 1}
+# open calls answered in C unless their flags (the second number: an argument, or
+# -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a
+# truncation, a new name)
+# or their path (the first number: an argument) contains one of PASS_NEEDLES:
+# /proc/self/limits (the emulated descriptor limit), /dev/urandom, /dev/random and
+# /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's)
+PASS_OPEN = {NR["open"]: (0, 1), NR["openat"]: (1, 2), NR["openat2"]: (1, -3)}
+PASS_FLAGS = 0o1000 | 0o100    # O_TRUNC, O_CREAT
 PASS_NEEDLES = (b"limits", b"random")
 REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 FD_ARG0 = (
@@ -80,7 +84,19 @@ WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2", "fcntl", "dup")
 DUPS = ("dup2", "dup3")
 FD_ARG01 = ("sendfile",)
 FD_ARG2 = ("epoll_ctl",)
-
+# With a page cache (disk fsync, fsync partial, strict: SPEC §9.3), also: what makes
+# a file durable, and what makes or removes a name, always; the writes through any descriptor from 3 up (a file of the
+# node's directory is told apart in Python: readlink of the descriptor); the calls
+# that truncate or extend a file, or copy into one, always; a shared writable mmap
+# of a descriptor (refused when the file is the node's).
+DISK_ALWAYS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "truncate",
+               "creat", "ftruncate", "fallocate", "copy_file_range", "splice", "sendfile",
+               "rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
+               "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat")
+DISK_WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
+MAP_SHARED = 0x01
+PROT_WRITE = 0x02
+JSET_K = 0x45
 
 class _Asm:
     """A tiny classic-BPF assembler with labels (conditional jumps reach 255 ahead;
@@ -130,22 +146,42 @@ def _fd_check(a: _Asm, arg: int, notify: str, otherwise: str | int) -> None:
     a.jump(JGE_K, VFD_BASE, notify, otherwise)
 
 
-def build_filter() -> list[tuple[int, int, int, int]]:
+def build_filter(disk: bool = False) -> list[tuple[int, int, int, int]]:
+    """The filter; with `disk`, the one for a page cache (DISK_* above)."""
     a = _Asm()
     a.ld(OFF_ARCH)
     a.jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0)
     a.ret(RET_KILL_PROCESS)
     a.ld(OFF_NR)
-    a.jump(JGE_K, X32_BIT, "enosys", 0)
-    for group, target in ((ALWAYS, "notify"), (REFUSED, "enosys"), (FD_ARG0, "arg0"),
-                          (WRITES, "write"), (DUPS, "dup2"), (FD_ARG01, "arg01"),
-                          (FD_ARG2, "arg2")):
+    a.jump(JGE_K, X32_BIT, 0, 1)
+    a.ja("enosys")
+    groups = [(ALWAYS, "notify"), (REFUSED, "enosys")]
+    if disk:
+        groups += [(DISK_ALWAYS, "notify"), (DISK_WRITES, "fd3up"), (("mmap",), "mmap")]
+    groups += [(FD_ARG0, "arg0"), (WRITES, "write"), (DUPS, "dup2"), (FD_ARG01, "arg01"),
+               (FD_ARG2, "arg2")]
+    placed: set = set()
+    for group, target in groups:
         for name in group:
-            if name not in NR:
+            if name not in NR or name in placed:
                 continue
+            placed.add(name)
             a.jump(JEQ_K, NR[name], 0, 1)
             a.ja(target)
     a.ret(RET_ALLOW)
+
+    if disk:
+        a.label("fd3up")
+        a.ld(_off_arg(0))
+        a.jump(JGE_K, 0x80000000, "allow", 0)
+        a.jump(JGE_K, 3, "notify", "allow")
+        a.label("mmap")
+        a.ld(_off_arg(3))
+        a.jump(JSET_K, MAP_SHARED, 0, "allow")
+        a.ld(_off_arg(2))
+        a.jump(JSET_K, PROT_WRITE, 0, "allow")
+        a.ld(_off_arg(4))
+        a.jump(JGE_K, 0x80000000, "allow", "notify")
 
     a.label("write")            # falls through into arg0
     a.ld(_off_arg(0))

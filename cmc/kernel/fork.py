@@ -291,6 +291,7 @@ def fork_world(cluster, root: str):
         for n, m in zip(cluster.nodes, twin.nodes):
             m.cwd = os.path.join(root, "nodes", os.path.basename(n.cwd))
             shutil.copytree(n.cwd, m.cwd, symlinks=True)
+            m.disk.rekey(n.cwd, m.cwd)      # the copy's page cache follows its files
             if not n.alive:
                 continue
             held = n.pending[0]

@@ -16,7 +16,8 @@ from ..errors import TargetError, UnsupportedMachine
 from ..interrupts import interrupts_held
 from . import _native
 from .abi import VFD_BASE
-from .filter import PASS_NEEDLES, PASS_OPEN, build_filter
+from .disk import Disk
+from .filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .tasks import COUNTERS, Tasks, reap_orphans
 from .threads import Futexes, Process, Thread
 
@@ -24,8 +25,8 @@ from .threads import Futexes, Process, Thread
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
 
-_FILTER = build_filter()
-_native.pass_through(PASS_OPEN, PASS_NEEDLES)
+_FILTERS = {False: build_filter(), True: build_filter(disk=True)}   # with a page cache?
+_native.pass_through(PASS_OPEN, PASS_FLAGS, PASS_NEEDLES)
 
 _DEVNULL: list[int] = []
 
@@ -113,6 +114,7 @@ class Node(Tasks):
         self.ever_wrote_state = False
         self.history: list = []        # input history (SPEC §3), for nodes without fd-3 state
         self.durable = None
+        self.disk = Disk(cluster.spec.disk, cwd)   # its files' page cache (disk.py)
         self.pid = 0
         self.listener = -1
         self.tap: Tap | None = None
@@ -176,7 +178,8 @@ class Node(Tasks):
             with interrupts_held():       # no process started and not recorded
                 try:
                     pid, listener, keepalive = _native.spawn(
-                        self.argv[0], self.argv, env, self.cwd, fds, _FILTER, VFD_BASE)
+                        self.argv[0], self.argv, env, self.cwd, fds,
+                        _FILTERS[self.disk.on], VFD_BASE)
                 except OSError as e:
                     raise UnsupportedMachine(
                         f"cannot start node {self.name} under the seccomp filter: "

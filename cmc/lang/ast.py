@@ -189,6 +189,7 @@ class Model:
     network: str
     budgets: dict[str, int | None]
     properties: tuple[Property, ...]
+    disk: str = "fsync"         # fsync | fsync partial | strict | off (SPEC §9.3)
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -18,11 +18,12 @@ from cmc.errors import ModelError
 from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
                           ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc, Model,
                           Name, NodeDecl, Property, Quantifier, ReplyDecl, Unary, error_at)
-from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, NetworkStmt, NodeStmt,
+from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, NetworkStmt, NodeStmt,
                              ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
                              parse_source)
 
 NETWORKS = ("fifo", "bag")
+DISKS = ("fsync", "fsync partial", "strict", "off")   # SPEC §9.3; the first is the default
 BUDGET_DEFAULTS: dict[str, int | None] = {"crash": 0, "drop": 0, "dup": 0, "fire": None}
 RECORD_FIELDS = ("client", "node", "index", "req", "raw")
 _ONE_ARGUMENT = ("len", "set", "sorted", "sum")
@@ -59,6 +60,19 @@ def _first_at(loc: Loc) -> str:
     return f"the first is at line {loc.line}"
 
 
+def _disk(stmt: DiskStmt) -> str:
+    """The disk mode of a `disk` line (SPEC §9.3)."""
+    what = ("a disk is fsync (the default: a CRASH keeps what a node made durable), "
+            "fsync partial, strict (names durable only after an fsync of their "
+            "directory) or off (files survive a CRASH as written)")
+    if stmt.kind not in ("fsync", "strict", "off"):
+        raise error_at(stmt.kind_loc, f"unknown disk {stmt.kind}{_suggest(stmt.kind, ('fsync', 'strict', 'off'))}: {what}")
+    if stmt.variant is not None and (stmt.kind, stmt.variant) != ("fsync", "partial"):
+        raise error_at(stmt.variant_loc, f"unexpected {stmt.variant} after disk {stmt.kind}: "
+                       f"only fsync takes a second word (partial); {what}")
+    return stmt.kind if stmt.variant is None else f"{stmt.kind} {stmt.variant}"
+
+
 def _suggest(word: str, choices) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
@@ -74,15 +88,15 @@ class _Assembler:
 
     def assemble(self, statements: list[Statement]) -> Model:
         self.params = self.read_params([s for s in statements if isinstance(s, ParamStmt)])
-        singles: dict[str, Loc] = {}  # build, reply, network: at most one line each
+        singles: dict[str, Loc] = {}  # build, reply, network, disk: at most one line each
         endpoints: dict[str, Loc] = {}  # nodes and clients share names: both are network ends
         budget_lines: dict[str, Loc] = {}
         property_lines: dict[str, Loc] = {}
-        build, reply, network = None, None, "fifo"
+        build, reply, network, disk = None, None, "fifo", DISKS[0]
         nodes, clients, properties = [], [], []
         budgets = dict(BUDGET_DEFAULTS)
         for stmt in statements:
-            if stmt.keyword in ("build", "reply", "network"):
+            if stmt.keyword in ("build", "reply", "network", "disk"):
                 if stmt.keyword in singles:
                     raise error_at(stmt.loc, f"a second {stmt.keyword} line; a model has at "
                                    f"most one ({_first_at(singles[stmt.keyword])})")
@@ -108,6 +122,8 @@ class _Assembler:
                                    "(ordered connections, the default) or bag (any message "
                                    "in flight may arrive next)")
                 network = stmt.kind
+            elif isinstance(stmt, DiskStmt):
+                disk = _disk(stmt)
             elif isinstance(stmt, BudgetStmt):
                 budgets[stmt.kind] = self.budget(stmt, budget_lines)
             elif isinstance(stmt, PropertyStmt):
@@ -120,7 +136,8 @@ class _Assembler:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
         return Model(self.path, self.folder, self.source.text, self.params, build,
-                     tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties))
+                     tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties),
+                     disk)
 
     # params and -D
 

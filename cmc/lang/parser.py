@@ -32,7 +32,7 @@ from cmc.errors import ModelError
 from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, Loc, Name,
                           Quantifier, Unary, error_at)
 
-STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "budget",
+STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "budget",
                       "invariant", "witness", "quiescent", "action", "eventually")
 
 
@@ -122,6 +122,14 @@ class ReplyStmt(Statement):
 class NetworkStmt(Statement):
     kind: str
     kind_loc: Loc
+
+
+@dataclass(frozen=True)
+class DiskStmt(Statement):
+    kind: str
+    kind_loc: Loc
+    variant: str | None
+    variant_loc: Loc | None
 
 
 @dataclass(frozen=True)
@@ -439,6 +447,12 @@ class _Builder:
 
     def network_stmt(self, head, children) -> NetworkStmt:
         return NetworkStmt(*head, children[0].value, self.at(children[0]))
+
+    def disk_stmt(self, head, children) -> DiskStmt:
+        kind, *variant = children
+        return DiskStmt(*head, kind.value, self.at(kind),
+                        variant[0].value if variant else None,
+                        self.at(variant[0]) if variant else None)
 
     def budget_stmt(self, head, children) -> BudgetStmt:
         kind, *value = children

@@ -345,6 +345,10 @@ def outputs(output: dict) -> str:
         out.append(f'<div class="out"><h4>{esc(node)}</h4>')
         if not calls and not got.get("stdout") and not got.get("stderr"):
             out.append('<p class="muted">no calls, no output</p>')
+        for key, title in (("lost", "lost at the crash"), ("unsynced", "unsynced writes")):
+            if got.get(key):
+                out.append(f'<div class="small muted">{title} ({len(got[key])})</div>'
+                           f'<pre class="{key}">{esc(capped(chr(10).join(got[key])))}</pre>')
         for stream in ("stdout", "stderr"):
             if got.get(stream):
                 out.append(f'<div class="small muted">{stream}</div>'

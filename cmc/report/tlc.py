@@ -79,6 +79,8 @@ def render_output(output: dict) -> list[str]:
         lines += [f"    {node}: {call}" for call in got.get("calls", [])]
         for stream in ("stdout", "stderr"):
             lines += [f"    {node} {stream}: {text}" for text in got.get(stream, "").splitlines()]
+        lines += [f"    {node} lost at the crash: {what}" for what in got.get("lost", [])]
+        lines += [f"    {node} unsynced: {what}" for what in got.get("unsynced", [])]
     return lines
 
 

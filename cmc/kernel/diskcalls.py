@@ -1,0 +1,299 @@
+"""The calls of the disk model (SPEC §9.3, disk.py): the writes, truncations and
+syncs of the files in a node's working directory. Writes and truncations run
+natively and are recorded first; a sync is answered here (the file's contents are
+read into its durable image, no real fsync). A call on anything else (a pipe, a
+file elsewhere, a descriptor of a virtual socket where the call fails) is left as
+it was. With `disk off` the filter sends none of these calls here but the writes to
+fds 3 and 193 and to virtual sockets, and the syncs of virtual sockets."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from .abi import AT_FDCWD, VFD_BASE
+from .answer import CONTINUE, Err, Ret
+from .disk import Write, file_id
+from .handler import fd_arg, handles, signed, unsupported
+from .sockets import get_sock
+from .syscalls_x86_64 import NR
+
+O_APPEND = 0o2000
+O_DSYNC = 0o10000               # O_SYNC is O_DSYNC | __O_SYNC
+O_TRUNC = 0o1000
+O_CREAT = 0o100
+RWF_DSYNC, RWF_SYNC, RWF_APPEND = 0x2, 0x4, 0x10
+SYNC_FILE_RANGE_WAIT_AFTER = 4
+FALLOC_FL_KEEP_SIZE = 1
+
+
+def _inside(node, path: str) -> bool:
+    return path.startswith(node.cwd + "/")
+
+
+def node_file(call, fd: int):
+    """(path, name in the node's directory, identity, size) of the regular file
+    open on fd when it is one of the node's directory's (and not unlinked), else
+    None."""
+    node = call.node
+    link = f"/proc/{call.pid}/fd/{fd}"
+    try:
+        st = os.stat(link)
+        target = os.readlink(link)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink == 0 or not _inside(node, target):
+            return None
+        ident = file_id(target)
+    except OSError:
+        return None
+    if ident[1] != st.st_ino:
+        return None
+    return target, target[len(node.cwd) + 1:], ident, st.st_size
+
+
+def _fdinfo(call, fd: int) -> tuple[int, int]:
+    """(position, flags) of descriptor fd of the calling thread."""
+    pos = flags = 0
+    with open(f"/proc/{call.pid}/fdinfo/{fd}") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key == "pos":
+                pos = int(value)
+            elif key == "flags":
+                flags = int(value, 8)
+    return pos, flags
+
+
+def _read_back(call, fd: int) -> bytes:
+    with open(f"/proc/{call.pid}/fd/{fd}", "rb") as f:
+        return f.read()
+
+
+def disk_write(call, fd: int, read):
+    """A write on fd (not 3, 193 or a virtual socket's) of what read() returns (None
+    when it cannot be read), about to run natively: recorded when fd is a file of
+    the node's directory."""
+    node = call.node
+    if not node.disk.on:
+        return CONTINUE
+    found = node_file(call, fd)
+    if found is None:
+        return CONTINUE
+    data = read()
+    if not data:
+        return CONTINUE             # nothing written, or the kernel says EFAULT
+    _, name, ident, size = found
+    try:
+        pos, flags = _fdinfo(call, fd)
+    except (OSError, ValueError):
+        return CONTINUE
+    nr, args = call.nr, call.args
+    sync = bool(flags & O_DSYNC)
+    offset = pos
+    if nr in (NR["pwrite64"], NR["pwritev"]):
+        offset = args[3]
+    elif nr == NR["pwritev2"]:
+        sync = sync or bool(args[5] & (RWF_DSYNC | RWF_SYNC))
+        if args[5] & RWF_APPEND:
+            flags |= O_APPEND
+        elif args[3] != (1 << 64) - 1:         # -1: at the descriptor's position
+            offset = args[3]
+    if flags & O_APPEND:
+        offset = size
+    node.disk.wrote(Write(ident, name, "write", offset, len(data), data), sync)
+    return CONTINUE
+
+
+def _truncated(node, ident, name: str, length: int) -> None:
+    node.disk.wrote(Write(ident, name, "truncate", length, 0, None), False)
+
+
+def disk_open(call, dirfd: int, path: bytes, flags: int) -> None:
+    """An open with O_CREAT may make a name; one with O_TRUNC (filter.PASS_FLAGS) of
+    an existing file of the node's directory truncates it: recorded before it runs."""
+    node = call.node
+    if not node.disk.on or not flags & (O_TRUNC | O_CREAT):
+        return
+    node.disk.changed()
+    if not flags & O_TRUNC:
+        return
+    full = _resolve(call, dirfd, path)
+    if full is None:
+        return
+    try:
+        st = os.stat(full)
+        if stat.S_ISREG(st.st_mode) and st.st_size:
+            real = os.path.realpath(full)
+            if _inside(node, real):
+                _truncated(node, file_id(real), real[len(node.cwd) + 1:], 0)
+    except OSError:
+        pass
+
+
+def _resolve(call, dirfd: int, path: bytes | None) -> str | None:
+    if path is None:
+        return None
+    path = os.fsdecode(path)
+    if not path.startswith("/"):
+        where = "cwd" if dirfd == AT_FDCWD else f"fd/{dirfd}"
+        try:
+            path = os.path.join(os.readlink(f"/proc/{call.pid}/{where}"), path)
+        except OSError:
+            return None
+    return path
+
+
+def _not_a_socket(call, fd: int):
+    """Syncs and truncations of a virtual socket fail as on Linux (else None)."""
+    if get_sock(call.node, fd) is not None:
+        return Err(errno.EINVAL)
+    if fd >= VFD_BASE:
+        return Err(errno.EBADF)
+    return None
+
+
+@handles("fsync", "fdatasync")
+def sys_fsync(call):
+    node, fd = call.node, fd_arg(call.args[0])
+    failed = _not_a_socket(call, fd)
+    if failed is not None:
+        return failed
+    if not node.disk.on:
+        return CONTINUE
+    link = f"/proc/{call.pid}/fd/{fd}"
+    try:
+        st = os.stat(link)
+        target = os.readlink(link)
+    except OSError:
+        return CONTINUE
+    if stat.S_ISDIR(st.st_mode) and (target == node.cwd or _inside(node, target)):
+        node.disk.dir_synced(file_id(target), target)
+        return Ret(0)
+    found = node_file(call, fd)
+    if found is None:
+        return CONTINUE
+    node.disk.synced(found[2], _read_back(call, fd))
+    return Ret(0)
+
+
+@handles("sync_file_range")
+def sys_sync_file_range(call):
+    node, args = call.node, call.args
+    fd = fd_arg(args[0])
+    failed = _not_a_socket(call, fd)
+    if failed is not None:
+        return Err(errno.ESPIPE) if failed.errno == errno.EINVAL else failed
+    found = node_file(call, fd) if node.disk.on else None
+    if found is None:
+        return CONTINUE
+    offset, nbytes, flags = args[1], args[2], args[3]
+    if offset >> 63 or nbytes >> 63 or flags & ~7:
+        return Err(errno.EINVAL)
+    if flags & SYNC_FILE_RANGE_WAIT_AFTER:
+        node.disk.synced_range(found[2], _read_back(call, fd), offset,
+                               offset + nbytes if nbytes else None)
+    return Ret(0)
+
+
+@handles("syncfs", "sync")
+def sys_sync(call):
+    node = call.node
+    if call.nr == NR["syncfs"]:
+        failed = _not_a_socket(call, fd_arg(call.args[0]))
+        if failed is not None:
+            return Ret(0) if failed.errno == errno.EINVAL else failed
+    if not node.disk.on:
+        return CONTINUE
+    node.disk.synced_all(node.cwd)
+    return Ret(0)
+
+
+@handles("ftruncate")
+def sys_ftruncate(call):
+    node, fd = call.node, fd_arg(call.args[0])
+    failed = _not_a_socket(call, fd)
+    if failed is not None:
+        return failed
+    found = node_file(call, fd) if node.disk.on else None
+    if found is not None and not call.args[1] >> 63 and call.args[1] != found[3]:
+        _truncated(node, found[2], found[1], call.args[1])
+    return CONTINUE
+
+
+@handles("truncate")
+def sys_truncate(call):
+    node = call.node
+    full = _resolve(call, AT_FDCWD, node.read_cstr(call.args[0]))
+    if full is None or not node.disk.on or call.args[1] >> 63:
+        return CONTINUE
+    try:
+        real = os.path.realpath(full)
+        st = os.stat(real)
+        if _inside(node, real) and stat.S_ISREG(st.st_mode) and st.st_size != call.args[1]:
+            _truncated(node, file_id(real), real[len(node.cwd) + 1:], call.args[1])
+    except OSError:
+        pass
+    return CONTINUE
+
+
+@handles("creat")
+def sys_creat(call):
+    disk_open(call, AT_FDCWD, call.node.read_cstr(call.args[0]), O_CREAT | O_TRUNC)
+    return CONTINUE
+
+
+@handles("rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
+         "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat")
+def sys_name(call):
+    """A name may be made or removed: the tree's digest is computed again."""
+    call.node.disk.changed()
+    return CONTINUE
+
+
+@handles("fallocate")
+def sys_fallocate(call):
+    node, args = call.node, call.args
+    fd = fd_arg(args[0])
+    failed = _not_a_socket(call, fd)
+    if failed is not None:
+        return Err(errno.ENODEV) if failed.errno == errno.EINVAL else failed
+    found = node_file(call, fd) if node.disk.on else None
+    if found is None:
+        return CONTINUE
+    mode = args[1] & 0xFFFFFFFF
+    if mode & ~FALLOC_FL_KEEP_SIZE:
+        return unsupported(call, call.nr, args, f"changes {found[1]} in a way the disk "
+                           "model does not follow (only fallocate modes 0 and "
+                           "FALLOC_FL_KEEP_SIZE are; try disk off)")
+    if not mode & FALLOC_FL_KEEP_SIZE and args[2] + args[3] > found[3]:
+        node.disk.wrote(Write(found[2], found[1], "extend", args[2], args[3], None), False)
+    return CONTINUE
+
+
+@handles("mmap")
+def sys_mmap(call):
+    """Only shared writable mappings of a descriptor come here (filter.py)."""
+    found = node_file(call, fd_arg(call.args[4]))
+    if found is None:
+        return CONTINUE
+    return unsupported(call, call.nr, call.args,
+                       f"maps {found[1]} shared and writable: its writes would reach the "
+                       f"file unseen, which disk {call.node.disk.mode} does not model "
+                       "(try disk off)", first_is_fd=False)
+
+
+@handles("copy_file_range", "splice", "sendfile")
+def sys_copy_into(call):
+    """With a page cache these come here always: into a file of the node's directory
+    they are refused (not modelled); on a virtual socket, as before (unsupported);
+    else they run natively."""
+    args = call.args
+    out_fd = fd_arg(args[0] if call.nr == NR["sendfile"] else args[2])
+    in_fd = fd_arg(args[1] if call.nr == NR["sendfile"] else args[0])
+    if out_fd >= VFD_BASE or in_fd >= VFD_BASE:
+        return unsupported(call, call.nr, args)
+    found = node_file(call, out_fd)
+    if found is None:
+        return CONTINUE
+    return unsupported(call, call.nr, args,
+                       f"writes into {found[1]} by copying, which disk "
+                       f"{call.node.disk.mode} does not follow (try disk off)")
