@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import xxhash
 
+from ..errors import TargetError
 from . import _native
 
 MODES = ("fsync", "fsync partial", "strict", "off")
@@ -339,3 +340,18 @@ def _moved_entry(entry: tuple, moved: dict) -> tuple:
     return (entry[0], moved.get(entry[1], entry[1])) + entry[2:]
 
 
+def reached_another_world() -> TargetError:
+    return TargetError(
+        "a copy of a world made by --fast changed the files of the world it was "
+        "copied from: a node reaches its files through a path it kept from its "
+        "start (not through its working directory or HOME), so its worlds cannot "
+        "be copied; check it without --fast")
+
+
+def in_another_world(cluster, path: str) -> bool:
+    """Whether path lies in the directory of another world of this run (--fast: each
+    world works in a directory of its own, beside the others)."""
+    root = cluster.own_root
+    if root is None:
+        return False
+    return path.startswith(os.path.dirname(root) + "/") and not path.startswith(root + "/")

@@ -13,7 +13,7 @@ import stat
 
 from .abi import AT_FDCWD, VFD_BASE
 from .answer import CONTINUE, Err, Ret
-from .disk import Write, file_id
+from .disk import Write, file_id, in_another_world, reached_another_world
 from .handler import fd_arg, handles, signed, unsupported
 from .sockets import get_sock
 from .syscalls_x86_64 import NR
@@ -40,7 +40,11 @@ def node_file(call, fd: int):
     try:
         st = os.stat(link)
         target = os.readlink(link)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink == 0 or not _inside(node, target):
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink == 0:
+            return None
+        if not _inside(node, target):
+            if in_another_world(node.cluster, target):
+                raise reached_another_world()
             return None
         ident = file_id(target)
     except OSError:
@@ -283,17 +287,56 @@ def sys_mmap(call):
 
 @handles("copy_file_range", "splice", "sendfile")
 def sys_copy_into(call):
-    """With a page cache these come here always: into a file of the node's directory
-    they are refused (not modelled); on a virtual socket, as before (unsupported);
-    else they run natively."""
-    args = call.args
-    out_fd = fd_arg(args[0] if call.nr == NR["sendfile"] else args[2])
-    in_fd = fd_arg(args[1] if call.nr == NR["sendfile"] else args[0])
+    """With a page cache these come here always. On a virtual socket: unsupported,
+    as before. Into a file of the node's directory, copy_file_range and sendfile
+    from a regular file are writes of what they will copy (cat and cp copy so);
+    splice (from a pipe: its bytes cannot be read first) is refused. Else they run
+    natively."""
+    node, args = call.node, call.args
+    sendfile = call.nr == NR["sendfile"]
+    out_fd = fd_arg(args[0] if sendfile else args[2])
+    in_fd = fd_arg(args[1] if sendfile else args[0])
     if out_fd >= VFD_BASE or in_fd >= VFD_BASE:
         return unsupported(call, call.nr, args)
     found = node_file(call, out_fd)
     if found is None:
         return CONTINUE
-    return unsupported(call, call.nr, args,
-                       f"writes into {found[1]} by copying, which disk "
-                       f"{call.node.disk.mode} does not follow (try disk off)")
+    if call.nr == NR["splice"]:
+        return unsupported(call, call.nr, args,
+                           f"writes into {found[1]} from a pipe, which disk "
+                           f"{node.disk.mode} does not follow (try disk off)")
+    in_off_addr, out_off_addr, length = ((args[2], 0, args[3]) if sendfile
+                                         else (args[1], args[3], args[4]))
+    try:
+        in_pos, _ = _fdinfo(call, in_fd)
+        out_pos, out_flags = _fdinfo(call, out_fd)
+        if in_off_addr:
+            raw = node.read(in_off_addr, 8)
+            if raw is None or len(raw) != 8:
+                return CONTINUE                 # the kernel says EFAULT
+            in_pos = int.from_bytes(raw, "little", signed=True)
+        if out_off_addr:
+            raw = node.read(out_off_addr, 8)
+            if raw is None or len(raw) != 8:
+                return CONTINUE
+            out_pos = int.from_bytes(raw, "little", signed=True)
+        if in_pos < 0 or out_pos < 0:
+            return CONTINUE                     # EINVAL
+        src = os.open(f"/proc/{call.pid}/fd/{in_fd}", os.O_RDONLY)
+        try:
+            if not stat.S_ISREG(os.fstat(src).st_mode):
+                return unsupported(call, call.nr, args,
+                                   f"writes into {found[1]} from something not a file, "
+                                   f"which disk {node.disk.mode} does not follow "
+                                   "(try disk off)")
+            data = os.pread(src, min(length, 1 << 30), in_pos)
+        finally:
+            os.close(src)
+    except OSError:
+        return CONTINUE
+    if out_flags & O_APPEND:
+        out_pos = found[3]
+    if data:
+        node.disk.wrote(Write(found[2], found[1], "write", out_pos, len(data), data),
+                        bool(out_flags & O_DSYNC))
+    return CONTINUE

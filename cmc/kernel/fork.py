@@ -40,6 +40,7 @@ import types
 from ..errors import EngineError, TargetError
 from ..interrupts import interrupts_held
 from . import _native
+from .disk import reached_another_world
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).
@@ -258,11 +259,8 @@ def check_intact(cluster) -> None:
     change was made by a copy that reached them through a path it kept (not
     through its working directory or HOME)."""
     if cluster._fork_stamp is not None and stamp(cluster) != cluster._fork_stamp:
-        raise TargetError(
-            "a copy of a world made by --fast changed the files of the world it was "
-            "copied from: a node reaches its files through a path it kept from its "
-            "start (not through its working directory or HOME), so its worlds cannot "
-            "be copied; check it without --fast")
+        raise reached_another_world()
+
 
 
 def fork_world(cluster, root: str):

@@ -74,7 +74,7 @@ static void take(const char *x)
     snprintf(tmp, sizeof tmp, "%s/last.tmp", dir);
     snprintf(fin, sizeof fin, "%s/last", dir);
     int t = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (t < 0 || write(t, x, strlen(x)) != (ssize_t)strlen(x) || close(t) < 0 ||
+    if (t < 0 || write(t, x, strlen(x)) != (ssize_t)strlen(x) || fsync(t) < 0 || close(t) < 0 ||
         rename(tmp, fin) < 0 || fsync(dfd) < 0) { perror("journal: last"); exit(1); }
     int l = open(fin, O_RDONLY);
     ssize_t got = l < 0 ? -1 : read(l, last, sizeof last - 1);
@@ -88,7 +88,8 @@ static void take(const char *x)
     homecount = 0;
     if (c) { if (fscanf(c, "%ld", &homecount) != 1) homecount = 0; fclose(c); }
     c = fopen(path, "w");
-    if (!c || fprintf(c, "%ld\n", ++homecount) < 0 || fclose(c)) { perror("journal: count"); exit(1); }
+    if (!c || fprintf(c, "%ld\n", ++homecount) < 0 || fflush(c) || fsync(fileno(c)) ||
+        fclose(c)) { perror("journal: count"); exit(1); }
     read_on();
 }
 

@@ -68,6 +68,8 @@ int main(int argc, char **argv)
         fail("cannot append to draws: %s", en(errno));
     else {
         fprintf(f, "%s %lld\n", h1, (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+        if (fflush(f) || fsync(fileno(f)))      /* a CRASH keeps only what was synced */
+            fail("cannot sync draws: %s", en(errno));
         fclose(f);
     }
     char state[512];
