@@ -25,6 +25,9 @@ gokv    models/gokv.model    no_lost_commit
 prefork models/prefork.model unique_ids
 bgsave  models/bgsave.model  no_lost_write
 durlog-wrap models/durlog-wrap.model no_lost_commit durlog
+appendkv models/appendkv.model no_lost_write
+swapstate models/swapstate.model no_lost_write
+reclog  models/reclog.model  only_written_values
 "
 
 if ! make -s -C demo >/dev/null; then
@@ -39,7 +42,7 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 warnings=""
-row() { printf '%-11s %-7s %-26s %-26s %9s %9s %6s %8s  %s\n' "$@"; }
+row() { printf '%-11s %-7s %-28s %-28s %9s %9s %6s %8s  %s\n' "$@"; }
 row demo build expected got generated distinct depth seconds result
 row ------ ----- -------- --- --------- -------- ----- ------- ------
 
