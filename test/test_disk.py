@@ -10,10 +10,12 @@ is (an invariant): a wrong outcome, a missing one or an extra one fails.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 
-from conftest import MODELS, PROGS, counts, run_cmc, without_timestamps
+from conftest import MODELS, PROGS, ROOT, counts, run_cmc, without_timestamps
 
 CASES = {
     # mode: {disk: [outcome, ...]}; an outcome: [(name, contents), ...] sorted
@@ -184,3 +186,43 @@ def test_a_disk_demo_is_the_same_copied_replayed_and_by_workers(tmp_path, demo):
     outs = [without_timestamps(r.stdout) for r in runs]
     assert all(r.returncode == 1 for r in runs)
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_the_html_report_shows_unsynced_writes_and_what_a_crash_lost(tmp_path):
+    r = run_cmc("--model-file", MODELS / "reclog.model", "-D", "bin=../demo/build/reclog-bug",
+                "--html", tmp_path / "r.html", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-2000:]
+    page = (tmp_path / "r.html").read_text()
+    assert "unsynced writes (2)" in page and "write rec.log @0 +34" in page
+    assert "lost at the crash (1)" in page and "write rec.log @34 +2" in page
+
+
+# -- Redis (Debian's redis-server) with its append-only file ----------------------------
+REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
+needs_redis = pytest.mark.skipif(not os.path.exists(REDIS), reason="no redis-server")
+AOF = ROOT / "experiments" / "redis" / "aof.model"
+
+
+@needs_redis
+def test_redis_with_appendfsync_no_loses_an_acknowledged_write(tmp_path):
+    r = run_cmc("--model-file", AOF, "-D", "fsync=no", "--fast", "--max-depth", "8",
+                "--trace-out", tmp_path / "t.json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "Error: Action property acked_write_survives is violated." in r.stdout
+    assert [line.split(": ", 1)[1] for line in r.stdout.splitlines()
+            if line.startswith("State ")] == [
+        "<Initial predicate>", '<DELIVER alice -> redis CONNECT>',
+        '<DELIVER alice -> redis "SET k 1\\r\\n">', "<CRASH redis>",
+        "<DELIVER bob -> redis CONNECT>", '<DELIVER bob -> redis "GET k\\r\\n">']
+    replay = run_cmc("--model-file", AOF, "-D", "fsync=no", "--replay", tmp_path / "t.json",
+                     cwd=tmp_path)
+    assert ("redis lost at the crash: write appendonlydir/appendonly.aof.1.incr.aof @0 +50"
+            in replay.stdout)
+
+
+@needs_redis
+@pytest.mark.slow
+def test_redis_with_appendfsync_always_keeps_it(tmp_path):
+    r = run_cmc("--model-file", AOF, "--fast", "--max-depth", "7", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (1450, 1450, 7)
