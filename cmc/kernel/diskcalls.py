@@ -155,6 +155,18 @@ def _not_a_socket(call, fd: int):
     return None
 
 
+def _file_of_call(call, on_socket: int):
+    """node_file of the call's first argument; else its answer: on a virtual socket
+    the error `on_socket` (EBADF for a number with nothing behind it), and for
+    anything that is not a file of the node's directory, CONTINUE."""
+    fd = fd_arg(call.args[0])
+    failed = _not_a_socket(call, fd)
+    if failed is not None:
+        return Err(on_socket) if failed.errno == errno.EINVAL else failed
+    found = node_file(call, fd) if call.node.disk.on else None
+    return CONTINUE if found is None else found
+
+
 @handles("fsync", "fdatasync")
 def sys_fsync(call):
     node, fd = call.node, fd_arg(call.args[0])
@@ -182,13 +194,10 @@ def sys_fsync(call):
 @handles("sync_file_range")
 def sys_sync_file_range(call):
     node, args = call.node, call.args
+    found = _file_of_call(call, errno.ESPIPE)
+    if not isinstance(found, tuple):
+        return found
     fd = fd_arg(args[0])
-    failed = _not_a_socket(call, fd)
-    if failed is not None:
-        return Err(errno.ESPIPE) if failed.errno == errno.EINVAL else failed
-    found = node_file(call, fd) if node.disk.on else None
-    if found is None:
-        return CONTINUE
     offset, nbytes, flags = args[1], args[2], args[3]
     if offset >> 63 or nbytes >> 63 or flags & ~7:
         return Err(errno.EINVAL)
@@ -256,13 +265,9 @@ def sys_name(call):
 @handles("fallocate")
 def sys_fallocate(call):
     node, args = call.node, call.args
-    fd = fd_arg(args[0])
-    failed = _not_a_socket(call, fd)
-    if failed is not None:
-        return Err(errno.ENODEV) if failed.errno == errno.EINVAL else failed
-    found = node_file(call, fd) if node.disk.on else None
-    if found is None:
-        return CONTINUE
+    found = _file_of_call(call, errno.ENODEV)
+    if not isinstance(found, tuple):
+        return found
     mode = args[1] & 0xFFFFFFFF
     if mode & ~FALLOC_FL_KEEP_SIZE:
         return unsupported(call, call.nr, args, f"changes {found[1]} in a way the disk "
