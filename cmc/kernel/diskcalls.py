@@ -14,7 +14,7 @@ import stat
 from .abi import AT_FDCWD, VFD_BASE
 from .answer import CONTINUE, Err, Ret
 from .disk import Write, file_id, in_another_world, reached_another_world
-from .handler import fd_arg, handles, signed, unsupported
+from .handler import fd_arg, handles, unsupported
 from .sockets import get_sock
 from .syscalls_x86_64 import NR
 

@@ -37,7 +37,7 @@ import shutil
 import stat
 import types
 
-from ..errors import EngineError, TargetError
+from ..errors import EngineError
 from ..interrupts import interrupts_held
 from . import _native
 from .disk import reached_another_world
