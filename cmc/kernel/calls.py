@@ -260,8 +260,9 @@ _NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
 
 @handles("open", "openat", "openat2")
 def sys_open(call):
-    """Only opens whose path contains "limits" or "random", or with O_TRUNC, come
-    here (filter.PASS_OPEN): a truncation is the disk model's (diskcalls.py); the limits file of a node's own process shows its emulated
+    """Only opens whose path contains "limits" or "random", or with O_TRUNC or
+    O_CREAT, come here (filter.PASS_OPEN): a truncation or a new name is the disk
+    model's (diskcalls.py); the limits file of a node's own process shows its emulated
     descriptor limit, and the files of randomness give the node's random stream."""
     node, args = call.node, call.args
     notif = call.notif

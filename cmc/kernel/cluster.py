@@ -341,12 +341,12 @@ class Cluster:
             for node in self.nodes:
                 if not node.alive:
                     continue
-                k = node.disk.choices() - 1     # fsync partial: which writes reached disk
+                k = len(node.disk.pending) if node.disk.partial else 0
                 if not k:
                     out.append(Action(("CRASH", node.index), "CRASH", node=node.name))
-                for j in range(k + 1) if k else ():
-                    out.append(Action(("CRASH", node.index, j), "CRASH", node=node.name,
-                                      reached=j, unsynced=k))
+                else:                           # fsync partial: j of the k reached disk
+                    out += [Action(("CRASH", node.index, j), "CRASH", node=node.name,
+                                   reached=j, unsynced=k) for j in range(k + 1)]
         return out
 
     def apply(self, key: tuple) -> Action:

@@ -172,11 +172,6 @@ class Disk:
         self.generation += 1
 
     # -- a CRASH -----------------------------------------------------------------------
-    def choices(self) -> int:
-        """How many CRASH actions a CRASH of the node is: k+1 under fsync partial
-        with k unsynced writes, else one."""
-        return len(self.pending) + 1 if self.partial and self.pending else 1
-
     def crash(self, root: str, reached: int = 0) -> None:
         """The node's processes are gone: put its directory as the disk kept it,
         with the first `reached` unsynced writes applied (fsync partial)."""
