@@ -246,9 +246,6 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.workers > 1 and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --workers applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
-    if args.fast and args.simulate:
-        raise UsageError("cmc: --fast applies to breadth-first and depth-first search "
-                         "(not to --simulate)")
     if args.workers > 1:
         spec, root = system_model.spec, system_model.workroot
 

@@ -71,9 +71,13 @@ def parse_args(argv):
     p.add_argument("--workers", type=_count(1), default=1, metavar="N",
                    help="breadth-first search with N replay worker processes (same counts "
                    "and counterexample as one)")
-    p.add_argument("--fast", action="store_true",
-                   help="copy worlds by forking their processes instead of replaying them from "
-                   "launch (breadth- and depth-first search; the same results)")
+    copying = p.add_mutually_exclusive_group()
+    copying.add_argument("--fast", dest="fast", action="store_true", default=None,
+                         help="copy worlds by forking their processes (the default of "
+                         "breadth- and depth-first search)")
+    copying.add_argument("--no-fast", dest="fast", action="store_false",
+                         help="replay every world from launch instead of copying it (the "
+                         "same verdicts, counts and counterexamples, slower)")
     p.add_argument("--max-depth", type=_count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
@@ -125,6 +129,13 @@ def _validate(args) -> None:
         raise usage("--seed and --walks go with --simulate")
     if args.watchdog <= 0:
         raise usage(f"argument --watchdog: must be positive, got {args.watchdog:g}")
+    if args.fast and args.simulate:
+        raise usage("--fast applies to breadth-first and depth-first search (not to "
+                    "--simulate, which replays every walk)")
+    if args.fast is None:
+        # SPEC §9.5: copying is the default of the searches; a walk and --replay
+        # run from launch.
+        args.fast = args.replay is None and not args.simulate
 
 
 def _terminate(signum, frame):

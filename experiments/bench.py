@@ -58,7 +58,7 @@ def launch_floor_us(floors: str, model, n: int) -> float:
 
 def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True) -> dict:
     """One search, made exactly as the command line makes it (pinning included)."""
-    argv = ["--model-file", path, "--workers", str(workers)] + (["--fast"] if fast else []) \
+    argv = ["--model-file", path, "--workers", str(workers)] + (["--fast"] if fast else ["--no-fast"]) \
         + ([] if pin else ["--no-pin"])
     args = parse_args(argv)
     model = load_model(path, {})

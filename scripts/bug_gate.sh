@@ -7,6 +7,7 @@
 #   scripts/bug_gate.sh                 every demo
 #   scripts/bug_gate.sh relay lease     only these
 #   CMC="cmc" scripts/bug_gate.sh       another cmc command (default: python3 -m cmc)
+#   CMC="python3 -m cmc --no-fast" scripts/bug_gate.sh   every world replayed (CI runs both)
 set -u
 
 cd "$(dirname "$0")/.." || exit 2

@@ -21,7 +21,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-MODES = {"replay": [], "--fast": ["--fast"], "--workers 2": ["--workers", "2"],
+MODES = {"replay": ["--no-fast"], "--fast": ["--fast"], "--workers 2": ["--no-fast", "--workers", "2"],
          "--fast --workers 2": ["--fast", "--workers", "2"]}
 DEATHS = ("exit", "error", "Ctrl-C", "SIGTERM", "SIGKILL", "SIGKILL of a worker")
 # the exit status of cmc for each way it ends (SIGKILL: killed by the signal)

@@ -37,7 +37,7 @@ COUNTS = {
 @pytest.fixture(params=["replay", "fast"])
 def mode(request) -> tuple[str, ...]:
     """The extra arguments of each way of visiting worlds."""
-    return ("--fast",) if request.param == "fast" else ()
+    return ("--fast",) if request.param == "fast" else ("--no-fast",)
 
 
 def labels(out: str) -> list[str]:

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import PROGS, TEST_MODELS, counts, run_cmc
 
-MODES = [[], ["--fast"], ["--workers", "2"], ["--fast", "--workers", "2"], ["--dfs", "4"]]
+MODES = [["--no-fast"], ["--fast"], ["--no-fast", "--workers", "2"], ["--fast", "--workers", "2"],
+         ["--no-fast", "--dfs", "4"], ["--dfs", "4"]]
 
 
 def uninit(tmp_path, *args, env=None):

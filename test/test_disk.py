@@ -182,7 +182,7 @@ def test_reclogs_correct_build_cuts_a_torn_tail_under_partial_only(tmp_path):
 def test_a_disk_demo_is_the_same_copied_replayed_and_by_workers(tmp_path, demo):
     bug = ("-D", f"bin=../demo/build/{demo}-bug")
     runs = [run_cmc("--model-file", MODELS / f"{demo}.model", *bug, *extra, cwd=tmp_path)
-            for extra in ((), ("--fast",), ("--workers", "2"))]
+            for extra in (("--no-fast",), ("--fast",), ("--no-fast", "--workers", "2"))]
     outs = [without_timestamps(r.stdout) for r in runs]
     assert all(r.returncode == 1 for r in runs)
     assert outs[0] == outs[1] == outs[2]

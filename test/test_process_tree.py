@@ -138,7 +138,7 @@ def test_bgsave_bug_needs_the_crash(tmp_path):
 
 
 def test_bgsave_fast_gives_replays_output(tmp_path):
-    replay = cmc(tmp_path, MODELS / "bgsave.model")
+    replay = cmc(tmp_path, MODELS / "bgsave.model", "--no-fast")
     fast = cmc(tmp_path, MODELS / "bgsave.model", "--fast")
     ok(replay)
     ok(fast)

@@ -264,7 +264,7 @@ def test_det_in_the_other_searches(tmp_path, mode):
 
 
 def test_nondeterminism_is_always_checked_on_replay(tmp_path):
-    r = cmc(tmp_path, counter(tmp_path), "-D", "flags=--pid-at 0")
+    r = cmc(tmp_path, counter(tmp_path), "-D", "flags=--pid-at 0", "--no-fast")
     assert r.returncode == 3, r.stdout + r.stderr
     assert ("Error: nondeterminism: replaying the same actions gave a different world at "
             "the initial world") in r.stdout

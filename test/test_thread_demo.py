@@ -97,7 +97,7 @@ def test_tlog_correct_fast(tmp_path):
 
 @pytest.mark.slow
 def test_tlog_correct_replay_gives_what_fast_gives(tmp_path):
-    replay = correct(tmp_path)
+    replay = correct(tmp_path, "--no-fast")
     fast = correct(tmp_path, "--fast")
     assert without_timestamps(fast) == without_timestamps(replay)
     no_node_left()
@@ -106,13 +106,13 @@ def test_tlog_correct_replay_gives_what_fast_gives(tmp_path):
 def test_tlog_bug_is_caught_by_a_crash_the_same_both_ways(tmp_path):
     (tmp_path / "replay").mkdir()
     (tmp_path / "fast").mkdir()
-    replay = bug(tmp_path / "replay")
+    replay = bug(tmp_path / "replay", "--no-fast")
     fast = bug(tmp_path / "fast", "--fast")
     assert fast == replay
     no_node_left()
 
 
-@pytest.mark.parametrize("mode", [(), ("--fast",)], ids=["replay", "fast"])
+@pytest.mark.parametrize("mode", [("--no-fast",), ("--fast",)], ids=["replay", "fast"])
 def test_tlog_bug_needs_a_crash(tmp_path, mode):
     r = run_cmc("--model-file", crash0_model(tmp_path), *mode, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -166,7 +166,7 @@ def gokv(tmp_path, build: str, *args) -> str:
 @needs_go
 def test_gokv_correct_holds_and_the_bug_is_caught_by_a_crash(tmp_path):
     gokv(tmp_path, "correct")
-    assert gokv(tmp_path, "bug") == gokv(tmp_path, "bug", "--fast")
+    assert gokv(tmp_path, "bug", "--no-fast") == gokv(tmp_path, "bug", "--fast")
 
 
 @needs_go
@@ -175,7 +175,7 @@ def test_gokv_five_runs_byte_identical_det_clean_fast_equal(tmp_path):
     """The Go runtime's threads (sysmon, the netpoller, idle Ms) run one at a time:
     five runs print the same, --det finds nothing, --fast (which replays threaded
     worlds) prints what replay prints."""
-    outs = {gokv(tmp_path, "correct") for _ in range(5)}
+    outs = {gokv(tmp_path, "correct", "--no-fast") for _ in range(5)}
     assert len(outs) == 1
     assert gokv(tmp_path, "correct", "--fast") in outs
     gokv(tmp_path, "correct", "--det")

@@ -82,7 +82,8 @@ def replays(name: str, tmp_path_factory, n: int = 1) -> list:
     then fails on its exit status), made once per session and shared by the tests."""
     runs = _replays.setdefault(name, [])
     while len(runs) < n and not (runs and runs[-1].returncode != 0):
-        runs.append(cmc(PROGRAMS[name][0], tmp_path_factory.mktemp(f"{name}-{len(runs)}")))
+        runs.append(cmc(PROGRAMS[name][0], tmp_path_factory.mktemp(f"{name}-{len(runs)}"),
+                        "--no-fast"))
     return runs
 
 

@@ -340,7 +340,7 @@ def reached_another_world() -> TargetError:
         "a copy of a world made by --fast changed the files of the world it was "
         "copied from: a node reaches its files through a path it kept from its "
         "start (not through its working directory or HOME), so its worlds cannot "
-        "be copied; check it without --fast")
+        "be copied; check it with --no-fast")
 
 
 def in_another_world(cluster, path: str) -> bool:

@@ -1,0 +1,143 @@
+"""--check-merges (SPEC §9.5): a soundness gate for the state a program declares.
+
+Breadth-first search merges two paths that reach the same fingerprint: the world is
+expanded once, from the first path found. That is sound only if the fingerprint
+(what each node declares on fd 3, and cmc's record of the network, clients, budgets
+and the disk) decides everything the world does next. A node that keeps a retry
+counter, the order of its client slots or a backlog outside its declared state
+reaches one fingerprint in program states that behave differently, and the search
+then skips worlds that are reachable, silently.
+
+The gate: when a successor's world was already found (by another path, or by the
+same world's own step: a self-loop), that other path is kept, up to PATHS_PER_WORLD
+per world; once the world has been expanded from its first path, it is reached again
+along each kept path and every enabled action is taken from there too. The enabled
+actions and the fingerprint after each must be those of the first path. A
+difference is a finding about the program (exit 3) naming the part of the world that
+differs, the two paths and the action.
+
+What it does not see: a difference that shows only two or more steps later (each
+path is expanded one step deep), and paths past the bound. Its steps are not counted
+as generated states: the counts are those of the search without the gate.
+"""
+from __future__ import annotations
+
+from ..errors import TargetError
+from .replay import difference, replay, steps_by_copy, take_step
+
+
+class MergeDiffers(TargetError):
+    """Two paths to one world lead, by one action, to different worlds."""
+
+
+class MergeCheck:
+    PATHS_PER_WORLD = 2     # other paths compared per world, at most
+
+    def __init__(self, search):
+        self.search = search
+        self.successors: dict[bytes, dict] = {}   # expanded world -> {action key: world}
+        self.pending: dict[bytes, list] = {}      # world -> other paths, until expanded
+        self.kept: dict[bytes, int] = {}          # world -> other paths kept
+        self.compared = 0                          # other paths compared
+        self.worlds: set[bytes] = set()            # worlds with a path compared
+
+    def arrived(self, fp2: bytes, fp: bytes, key: tuple) -> None:
+        """The step `key` from world `fp` reached `fp2`, which was found before."""
+        if self.search.parent[fp2][:2] == (fp, key):
+            return                      # the path that found it
+        n = self.kept.get(fp2, 0)
+        if n >= self.PATHS_PER_WORLD:
+            return
+        self.kept[fp2] = n + 1
+        if fp2 in self.successors:
+            self.compare(fp2, fp, key)
+        else:
+            self.pending.setdefault(fp2, []).append((fp, key))
+
+    def expanded(self, fp: bytes, successors: dict) -> None:
+        """World `fp` was expanded from its first path: `successors` maps each enabled
+        action's key to the world after it. The paths kept for it are compared now."""
+        self.successors[fp] = successors
+        for other, key in self.pending.pop(fp, ()):
+            self.compare(fp, other, key)
+
+    def compare(self, fp: bytes, other: bytes, key: tuple) -> None:
+        """Reach world `fp` by the step `key` from world `other`, and require what its
+        first path gave: the same enabled actions, each leading to the same world."""
+        search = self.search
+        keys, fps = search.path(other)
+        keys, fps = keys + [key], fps + [fp]
+        expected = self.successors[fp]
+        system, _ = replay(search.model, keys, fps)
+        try:
+            actions = [a.key for a in system.actions()]
+        except BaseException:
+            system.close()
+            raise
+        self.compared += 1
+        self.worlds.add(fp)
+        if actions != list(expected):
+            system.close()
+            raise self._differs(fp, keys, None, actions, list(expected))
+        if not actions:
+            system.close()
+            return
+        if search.fast:
+            steps = steps_by_copy(search.model, system, keys, fps, actions,
+                                  lambda s, k: take_step(s, k))
+        else:
+            system.close()
+            steps = ((k, None, take_step(replay(search.model, keys, fps)[0], k))
+                     for k in actions)
+        for k, _, (_, fp2, _) in steps:
+            if fp2 != expected[k]:
+                if hasattr(steps, "close"):
+                    steps.close()
+                raise self._differs(fp, keys, k)
+
+    def _differs(self, fp: bytes, keys: list, key: tuple | None, actions=None,
+                 expected=None) -> MergeDiffers:
+        search = self.search
+        first, first_fps = search.path(fp)
+        labels = [_labels(search.model, first), _labels(search.model, keys)]
+        if key is None:
+            what = (f"the second path enables {len(actions)} actions where the first "
+                    f"enables {len(expected)}")
+            action = None
+        else:
+            runs = []
+            for path in (first, keys):
+                system, steps = replay(search.model, path + [key], None, collect=True)
+                try:
+                    runs.append((steps[-1].action.label, system.parts()))
+                finally:
+                    system.close()
+            (action, parts), (_, parts2) = runs
+            what = f"after <{action}> from it, {difference(parts, parts2)}"
+        lines = [f"--check-merges: two paths reach the same world, and {what} (first path, "
+                 "then second). The state the program declares on fd 3 leaves out "
+                 "something that decides what it does next, so the search would skip "
+                 "reachable worlds: declare it (docs/target-contract.md, \"What a node "
+                 "declares\").",
+                 f"The first path ({len(first) + 1} states):"]
+        lines += _numbered(labels[0])
+        lines.append(f"The second path ({len(keys) + 1} states):")
+        lines += _numbered(labels[1])
+        if action is not None:
+            lines.append(f"The action from both: <{action}>")
+        return MergeDiffers("\n".join(lines))
+
+    def summary(self) -> str:
+        return (f"--check-merges: {self.compared} other paths to {len(self.worlds)} worlds "
+                "reached more than once were expanded one step; every one led where the "
+                "first path led.")
+
+
+def _labels(model, keys: list) -> list[str]:
+    system, steps = replay(model, keys, None, collect=True)
+    system.close()
+    return [s.action.label if s.action is not None else "Initial predicate" for s in steps]
+
+
+def _numbered(labels: list[str]) -> list[str]:
+    return [f"State {i}: <{label}>" for i, label in enumerate(labels, 1)]
