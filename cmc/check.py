@@ -165,6 +165,9 @@ def check(args, run: Run) -> Outcome:
         run.outcome = outcome
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
         reporter.finish(outcome, live_steps, bound)
+        merges = getattr(search, "merges", None)
+        if merges is not None:
+            reporter.say(merges.summary())
         if outcome.verdict == "ok":
             return outcome
         if outcome.trace:
@@ -264,7 +267,7 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
         return Simulation(system_model, props, reporter, seed=run.seed,
                           walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)
     return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
-                        fast=args.fast, **common)
+                        fast=args.fast, check_merges=args.check_merges, **common)
 
 
 def replay_trace(args, run: Run, model, trace: dict) -> Outcome:

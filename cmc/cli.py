@@ -78,6 +78,10 @@ def parse_args(argv):
     copying.add_argument("--no-fast", dest="fast", action="store_false",
                          help="replay every world from launch instead of copying it (the "
                          "same verdicts, counts and counterexamples, slower)")
+    p.add_argument("--check-merges", action="store_true",
+                   help="when a world is reached again by another path, take every action "
+                   "from it along that path too, and require the same worlds (a gate on "
+                   "the state the program declares; breadth-first, one worker)")
     p.add_argument("--max-depth", type=_count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
@@ -132,6 +136,10 @@ def _validate(args) -> None:
     if args.fast and args.simulate:
         raise usage("--fast applies to breadth-first and depth-first search (not to "
                     "--simulate, which replays every walk)")
+    if args.check_merges and (args.dfs is not None or args.simulate or args.replay
+                              or args.workers > 1):
+        raise usage("--check-merges goes with breadth-first search of one worker (not with "
+                    "--dfs, --simulate, --replay or --workers)")
     if args.fast is None:
         # SPEC §9.5: copying is the default of the searches; a walk and --replay
         # run from launch.

@@ -23,9 +23,9 @@ MODEL = MODELS / "tlog.model"
 # (generated, distinct, depth): the correct build, the bug build, and the bug build
 # with `budget crash 0`.
 COUNTS = {
-    "correct": (2128, 1049, 15),
-    "bug": (191, 104, 5),
-    "crash 0": (348, 189, 13),
+    "correct": (3648, 1851, 15),
+    "bug": (199, 115, 5),
+    "crash 0": (517, 304, 13),
 }
 
 # The shortest behavior: alice's PUT 7 is forwarded and acknowledged at once, then the
@@ -138,7 +138,7 @@ def test_tlog_det_is_clean(tmp_path):
 # -- gokv: the same protocol in Go (demo/gokv), goroutines over the Go runtime's threads
 
 GOKV = MODELS / "gokv.model"
-GOKV_COUNTS = {"correct": (325, 196, 12), "bug": (72, 45, 5)}
+GOKV_COUNTS = {"correct": (357, 208, 12), "bug": (77, 50, 5)}
 needs_go = pytest.mark.skipif(not (BUILD / "gokv").exists(),
                               reason="demo/build/gokv is built only where Go is installed "
                                      "(Debian: golang-go; CI installs it)")

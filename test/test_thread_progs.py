@@ -42,15 +42,15 @@ PROGRAMS = {
     # alice INCs twice, bob asks for BEATS once, two heartbeats: 66 worlds; every world
     # also has serve_forever's 0.5 s poll FIRE, which leads back to itself (66 of the
     # 170 generated).
-    "pythreads": (Prog("pythreads.model", env={"PATH": PY_PATH}), (170, 66, 8)),
+    "pythreads": (Prog("pythreads.model", env={"PATH": PY_PATH}), (363, 158, 8)),
     # -D wait=0: bob waits with Condvar::wait_while (no FIRE). Thread indexes follow the
     # order of the accepts, so "bob waits while alice's thread reads" is two worlds.
-    "rust_tpc-untimed": (Prog("rust_tpc.model", ("-D", "wait=0"), rust=True), (20, 15, 6)),
+    "rust_tpc-untimed": (Prog("rust_tpc.model", ("-D", "wait=0"), rust=True), (25, 19, 6)),
     # The default: bob waits with Condvar::wait_timeout_while (2 s), a FIRE. After it
     # the clock stands at the deadline, std computes a zero timeout and waits again:
     # that wait takes a nanosecond of the node's time (threadcalls.py), and the loop
     # ends, as on Linux.
-    "rust_tpc": (Prog("rust_tpc.model", rust=True), (29, 21, 7)),
+    "rust_tpc": (Prog("rust_tpc.model", rust=True), (37, 30, 7)),
 }
 
 

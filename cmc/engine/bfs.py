@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from .merges import MergeCheck
 from .model import EngineLimit, Outcome
 from .replay import replay, steps_by_copy
 from .search import Search
@@ -32,6 +33,11 @@ __all__ = ["BreadthFirst", "EngineLimit"]
 
 
 class BreadthFirst(Search):
+    def __init__(self, *args, check_merges: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.merges = MergeCheck(self) if check_merges else None
+        self.arrivals: dict = {}   # --check-merges --fast: action -> system at a seen world
+
     def _run(self) -> Outcome:
         system, fp0, _, outcome = self.begin()
         if outcome is not None:
@@ -51,6 +57,8 @@ class BreadthFirst(Search):
         finally:
             if held is not None:
                 held.close()
+            if self.merges is not None:
+                self.merges.close()
         return self.finish()
 
     def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
@@ -65,8 +73,12 @@ class BreadthFirst(Search):
             successors = self.copied_successors(held, keys, fps, actions, depth)
         else:
             successors = self.replayed_successors(held, keys, fps, actions)
-        return self.merge(fp, view, depth, actions, fair_key, successors,
-                          queue)
+        try:
+            return self.merge(fp, view, depth, actions, fair_key, successors, queue)
+        finally:
+            for system in self.arrivals.values():     # left by a violation
+                system.close()
+            self.arrivals.clear()
 
     def replayed_successors(self, held, keys, fps, actions):
         for i, action in enumerate(actions):
@@ -81,7 +93,10 @@ class BreadthFirst(Search):
                                                           [a.key for a in actions], step,
                                                           self.stats):
             if fp2 in self.parent:         # seen: it will not be queued
-                system.close()
+                if self.merges is not None:
+                    self.arrivals[key] = system    # --check-merges may take it on
+                else:
+                    system.close()
             else:
                 self.keep(fp2, system, depth + 1)
             yield key, fp2, view2, fp2
@@ -92,8 +107,10 @@ class BreadthFirst(Search):
         yields (action key, fingerprint, world after it, what to queue if it is new)."""
         busy = False
         enabled = {a.key: a for a in actions}
+        reached = {}
         for key, fp2, view2, item in successors:
             action = enabled[key]
+            reached[key] = fp2
             if key == fair_key:
                 self.live.edge(fp, actions, key, fp2)
             if action.moves_messages or (action.fires and fp2 != fp):
@@ -107,6 +124,10 @@ class BreadthFirst(Search):
                 if bad:
                     return self.violation(bad, fp2)
                 queue.append(item)
+            elif self.merges is not None:
+                self.merges.arrived(fp2, fp, key, self.arrivals.pop(key, None))
+        if self.merges is not None:
+            self.merges.expanded(fp, reached)
         if not busy:
             bad = self.check_quiescent(view)
             if bad:

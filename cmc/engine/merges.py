@@ -31,7 +31,8 @@ class MergeDiffers(TargetError):
 
 
 class MergeCheck:
-    PATHS_PER_WORLD = 2     # other paths compared per world, at most
+    PATHS_PER_WORLD = 4     # other paths compared per world, at most
+    KEEP = 128              # --fast: live systems of paths waiting to be compared, at most
 
     def __init__(self, search):
         self.search = search
@@ -40,35 +41,74 @@ class MergeCheck:
         self.kept: dict[bytes, int] = {}          # world -> other paths kept
         self.compared = 0                          # other paths compared
         self.worlds: set[bytes] = set()            # worlds with a path compared
+        self.live = 0                              # live systems in `pending`
 
-    def arrived(self, fp2: bytes, fp: bytes, key: tuple) -> None:
-        """The step `key` from world `fp` reached `fp2`, which was found before."""
+    def arrived(self, fp2: bytes, fp: bytes, key: tuple, system=None) -> None:
+        """The step `key` from world `fp` reached `fp2`, which was found before;
+        `system`, when given, is a live system at `fp2` reached so (--fast), which
+        this closes or uses."""
         if self.search.parent[fp2][:2] == (fp, key):
+            if system is not None:
+                system.close()
             return                      # the path that found it
-        n = self.kept.get(fp2, 0)
+        keys, fps = self.search.path(fp)
+        self._another(fp2, keys + [key], fps + [fp2], system)
+
+    def _another(self, fp: bytes, keys: list, fps: list, system=None) -> None:
+        """`keys` is another path to world `fp`: compare it, now or once `fp` has
+        been expanded, unless PATHS_PER_WORLD were taken for `fp` already. A path
+        compared later keeps `system` alive until then, up to KEEP of them (each is
+        a cluster of processes); past that it is replayed then."""
+        n = self.kept.get(fp, 0)
         if n >= self.PATHS_PER_WORLD:
+            if system is not None:
+                system.close()
             return
-        self.kept[fp2] = n + 1
-        if fp2 in self.successors:
-            self.compare(fp2, fp, key)
-        else:
-            self.pending.setdefault(fp2, []).append((fp, key))
+        self.kept[fp] = n + 1
+        if fp in self.successors:
+            self.compare(fp, keys, fps, system)
+            return
+        if system is not None and self.live >= self.KEEP:
+            system.close()
+            system = None
+        self.live += system is not None
+        self.pending.setdefault(fp, []).append((keys, fps, system))
 
     def expanded(self, fp: bytes, successors: dict) -> None:
         """World `fp` was expanded from its first path: `successors` maps each enabled
         action's key to the world after it. The paths kept for it are compared now."""
         self.successors[fp] = successors
-        for other, key in self.pending.pop(fp, ()):
-            self.compare(fp, other, key)
+        waiting = self.pending.pop(fp, [])
+        try:
+            while waiting:
+                keys, fps, system = waiting.pop(0)
+                self.live -= system is not None
+                self.compare(fp, keys, fps, system)
+        finally:
+            self._close(waiting)
 
-    def compare(self, fp: bytes, other: bytes, key: tuple) -> None:
-        """Reach world `fp` by the step `key` from world `other`, and require what its
-        first path gave: the same enabled actions, each leading to the same world."""
+    def close(self) -> None:
+        """Close the live systems of paths not compared (the search is over)."""
+        for waiting in self.pending.values():
+            self._close(waiting)
+        self.pending.clear()
+
+    def _close(self, waiting: list) -> None:
+        for _, _, system in waiting:
+            if system is not None:
+                system.close()
+                self.live -= 1
+        waiting.clear()
+
+    def compare(self, fp: bytes, keys: list, fps: list, system=None) -> None:
+        """Reach world `fp` by the other path `keys`, and require what its first path
+        gave: the same enabled actions, each leading to the same world. Each world
+        after a step is reached along the other path too: a difference that the
+        program keeps hidden for some steps is compared there (within the bound)."""
         search = self.search
-        keys, fps = search.path(other)
-        keys, fps = keys + [key], fps + [fp]
         expected = self.successors[fp]
-        system, _ = replay(search.model, keys, fps)
+        if system is None:
+            system, _ = replay(search.model, keys, fps)
         try:
             actions = [a.key for a in system.actions()]
         except BaseException:
@@ -84,16 +124,23 @@ class MergeCheck:
             return
         if search.fast:
             steps = steps_by_copy(search.model, system, keys, fps, actions,
-                                  lambda s, k: take_step(s, k))
+                                  lambda s, k: take_step(s, k, close=False))
         else:
             system.close()
             steps = ((k, None, take_step(replay(search.model, keys, fps)[0], k))
                      for k in actions)
-        for k, _, (_, fp2, _) in steps:
+        for k, after, (_, fp2, _) in steps:
             if fp2 != expected[k]:
+                if after is not None:
+                    after.close()
                 if hasattr(steps, "close"):
                     steps.close()
                 raise self._differs(fp, keys, k)
+            if fp2 in search.parent and (search.max_depth is None
+                                         or search.parent[fp2][2] < search.max_depth):
+                self._another(fp2, keys + [k], fps + [fp2], after)
+            elif after is not None:
+                after.close()
 
     def _differs(self, fp: bytes, keys: list, key: tuple | None, actions=None,
                  expected=None) -> MergeDiffers:
@@ -109,15 +156,19 @@ class MergeCheck:
             for path in (first, keys):
                 system, steps = replay(search.model, path + [key], None, collect=True)
                 try:
-                    runs.append((steps[-1].action.label, system.parts()))
+                    runs.append((steps[-1].action, system.parts()))
                 finally:
                     system.close()
-            (action, parts), (_, parts2) = runs
+            (taken, parts), (_, parts2) = runs
+            action = taken.label
             what = f"after <{action}> from it, {difference(parts, parts2)}"
+            fields = taken.fields or {}
+            node = _node_of(parts, parts2) or fields.get("node") or fields.get("dst")
+        who = f"node {node} declares" if key is not None and node else "the nodes declare"
         lines = [f"--check-merges: two paths reach the same world, and {what} (first path, "
-                 "then second). The state the program declares on fd 3 leaves out "
-                 "something that decides what it does next, so the search would skip "
-                 "reachable worlds: declare it (docs/target-contract.md, \"What a node "
+                 f"then second). The state {who} on fd 3 leaves out something that "
+                 "decides what it does next, so the search would skip reachable worlds "
+                 "(docs/target-contract.md, \"fd 3 and fd 193: the state a program "
                  "declares\").",
                  f"The first path ({len(first) + 1} states):"]
         lines += _numbered(labels[0])
@@ -131,6 +182,26 @@ class MergeCheck:
         return (f"--check-merges: {self.compared} other paths to {len(self.worlds)} worlds "
                 "reached more than once were expanded one step; every one led where the "
                 "first path led.")
+
+
+def _node_of(parts_a: list, parts_b: list) -> str | None:
+    """The node a difference between two worlds' parts points at: the node whose
+    declared state, durable state or life differs, or that sent the first message
+    that differs."""
+    for (name, x), (_, y) in zip(parts_a, parts_b):
+        for field in x:
+            if x[field] == y.get(field):
+                continue
+            if "[" in field:
+                return field[field.index("[") + 1:-1]
+            if name.startswith("node "):
+                return name[5:]
+            if field == "network":
+                for m, n in zip(x[field] + [None], y.get(field, []) + [None]):
+                    if m != n:
+                        return (m or n or {}).get("src")
+            return None
+    return None
 
 
 def _labels(model, keys: list) -> list[str]:

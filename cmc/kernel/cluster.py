@@ -533,7 +533,11 @@ class Cluster:
         dgrams = tuple(sorted(d.group() for d in self.net.dgrams))
         udp = tuple(sorted((fmt_addr(a), o, tuple((fmt_addr(src), data) for src, data in s.rqueue))
                            for a, (o, s) in self.net.udp.items()))
-        listeners = sorted((fmt_addr(s.local), o, s.listening) for o, s in self.net.tcp)
+        # A listener's backlog in its order: accept() takes the oldest first, so two
+        # worlds that differ only in the order connections arrived are two worlds
+        # (--check-merges found it in demo/durlog).
+        listeners = sorted((fmt_addr(s.local), o, s.listening, tuple(c.key() for c in s.backlog))
+                           for o, s in self.net.tcp)
         clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf)) for c in self.clients]
         budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
         return (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),

@@ -41,6 +41,7 @@ from ..errors import TargetError
 from . import _native
 from .answer import ANSWERED, CONTINUE, Block, Err
 from .calllog import render
+from .net import fmt_addr
 from .syscalls_x86_64 import NAME, NR
 from .threads import (NATIVE_WAITS, Process, Thread, task_children, task_ids, task_state,
                       task_status)
@@ -192,12 +193,20 @@ class Tasks:
         return self._add_process(tid, parent or self.main)
 
     def _add_thread(self, tid: int, proc: Process) -> Thread:
-        t = Thread(self.next_thread, tid, proc, ctid=self.clone_ctid)
+        t = Thread(self._free_index(), tid, proc, ctid=self.clone_ctid)
         self.next_thread += 1
         self.clone_ctid = 0
         self.clones = max(self.clones - 1, 0)
         self.threads[tid] = t
         return t
+
+    def _free_index(self) -> int:
+        """A new thread's index: the lowest no live thread has. Not the count of
+        threads ever made: that would be state the fingerprint leaves out (two
+        worlds alike but for a thread that came and went would number the next
+        thread apart, and act apart; --check-merges found it in demo/tlog)."""
+        used = {t.index for t in self.threads.values()}
+        return next(i for i in range(len(used) + 1) if i not in used)
 
     def _add_process(self, pid: int, parent: Process) -> Thread:
         """A new process of the node, forked by `parent`: copies of its descriptors,
@@ -213,7 +222,7 @@ class Tasks:
             self._poller.register(proc.pidfd, select.POLLIN)
         except OSError:
             pass                         # gone already: seen so by task_state
-        t = Thread(self.next_thread, pid, proc)
+        t = Thread(self._free_index(), pid, proc)
         self.next_thread += 1
         self.threads[pid] = t
         return t
@@ -276,7 +285,7 @@ class Tasks:
         for t in self.threads.values():
             who = (t.proc.number, t.index) if self.next_proc > 1 else t.index
             if t.block is not None:
-                out.append((who, t.block.what, t.block.timeout_ns))
+                out.append((who, t.block.what, t.block.timeout_ns) + _blocked_on(t))
             else:
                 out.append((who, NAME.get(t.native) if t.native is not None else None))
         return tuple(out)
@@ -510,3 +519,25 @@ def reap_orphans(pids: list[int], timeout_s: float) -> None:
         if not left or time.monotonic() > deadline:
             return
         time.sleep(0.001)
+
+
+def _blocked_on(t: Thread) -> tuple:
+    """What a thread's held call waits on, when it is a call on a virtual socket of a
+    connection or a listener: that connection's or listener's address, so that two
+    worlds in which threads wait on the same sockets the other way round (one
+    thread per connection, connections accepted in another order) are two worlds,
+    not one (--check-merges found it in demo/tlog). Empty otherwise."""
+    notif = t.notif
+    if notif is None or notif.nr not in _ON_FD:
+        return ()
+    sock = t.proc.fds.get(notif.args[0] & 0xFFFFFFFF)
+    if sock is None or not hasattr(sock, "conn"):
+        return ()
+    if sock.conn is not None:
+        return (sock.conn.key(),)
+    return (fmt_addr(sock.local),) if sock.listening and sock.local is not None else ()
+
+
+_ON_FD = frozenset(NR[n] for n in ("read", "readv", "recvfrom", "recvmsg", "write", "writev",
+                                   "sendto", "sendmsg", "accept", "accept4", "connect"))
+

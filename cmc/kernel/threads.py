@@ -15,9 +15,11 @@ moment, in one of these conditions:
 
 Which of the last three a thread not held is in is read from the kernel
 (`/proc/PID/task/TID/stat` and `.../syscall`), never guessed from how long it has
-been quiet. A thread's *index* is its order of creation within the incarnation (0:
-the main thread), counted over every process of the node; cmc shows indexes, never
-tids, which differ from run to run.
+been quiet. A thread's *index* is the lowest number no other live thread of the node
+has (over every process of it; 0: the main thread), given when cmc first sees it: a
+function of the live threads, so that two worlds alike but for a thread that came and
+went number the next thread alike. cmc shows indexes, never tids, which differ from
+run to run.
 
 A node is a process tree (SPEC §9.2): each process of it is a `Process`, indexed in
 creation order too (0: the program cmc launched). What the kernel keeps per process
@@ -47,7 +49,7 @@ NATIVE_WAITS = frozenset(NR[n] for n in (
 
 @dataclass
 class Thread:
-    index: int                  # creation order within the incarnation (0: main)
+    index: int                  # the lowest free when it came (0: main)
     tid: int
     proc: object = None         # the Process it belongs to
     notif: object = None        # the held notification, None when not held

@@ -1,7 +1,7 @@
 /*
  * counter: a one-node toy whose state space is known by hand (test/test_search.py).
  *
- *   counter PORT [--tick MS] [--pid-at N]
+ *   counter PORT [--tick MS] [--pid-at N] [--first 1]
  *
  * Listens on 127.0.0.1:PORT and, with poll(), accepts every connection and reads
  * every one of them. Its canonical state on fd 3 is {"count": N}, the number of
@@ -13,6 +13,9 @@
  *             back to itself; SPEC §8 still counts such a world as quiescent).
  * --pid-at N  once the count reaches N, add the process id to the state: a planted
  *             nondeterminism (each launch has another pid) for the --det tests.
+ * --first 1   answer a line "?" with the first line it ever received: state it keeps
+ *             and does not declare, for the --check-merges tests (two worlds alike on
+ *             fd 3 that answer "?" differently).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -29,6 +32,8 @@
 
 static long count;
 static long pid_at = -1;
+static int answer_first;
+static char first[64];          /* --first: the first line received, undeclared */
 
 static void emit(void)
 {
@@ -45,7 +50,7 @@ static void emit(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: counter PORT [--tick MS] [--pid-at N]\n");
+        fprintf(stderr, "usage: counter PORT [--tick MS] [--pid-at N] [--first 1]\n");
         return 2;
     }
     int port = atoi(argv[1]), tick = -1;
@@ -54,6 +59,8 @@ int main(int argc, char **argv)
             tick = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--pid-at") == 0)
             pid_at = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--first") == 0)
+            answer_first = atoi(argv[i + 1]);
     }
     emit();
 
@@ -100,6 +107,19 @@ int main(int argc, char **argv)
                 close(conns[i]);
                 conns[i] = conns[--nconns];
                 continue;
+            }
+            if (answer_first && got > 0 && buf[0] == '?') {
+                char out[80];
+                int n = snprintf(out, sizeof out, "%s\n", first[0] ? first : "none");
+                if (write(conns[i], out, (size_t)n) != n)
+                    perror("counter: write");
+            } else if (answer_first && !first[0]) {
+                size_t k = 0;
+                while (k < (size_t)got && k < sizeof first - 1 && buf[k] != '\n') {
+                    first[k] = buf[k];
+                    k++;
+                }
+                first[k] = 0;
             }
             long before = count;
             for (ssize_t k = 0; k < got; k++)
