@@ -39,9 +39,11 @@ PROGRAMS = {
     "lease_thread": (Prog("lease_thread.model"), (52, 42, 8)),
     "lease_thread-static": (Prog("lease_thread.model",
                                  ("-D", f"bin={PROGS}/lease_thread-static")), (52, 42, 8)),
-    # alice INCs twice, bob asks for BEATS once, two heartbeats: 66 worlds; every world
-    # also has serve_forever's 0.5 s poll FIRE, which leads back to itself (66 of the
-    # 170 generated).
+    # alice INCs twice, bob asks for BEATS once, two heartbeats: 158 worlds, since
+    # which connection each handler thread waits on is part of a world (thread indexes
+    # follow the order of the accepts, and cmc runs threads in index order); every
+    # world also has serve_forever's 0.5 s poll FIRE, which leads back to itself.
+    # (66 worlds before issue 16 merged those two orders; --check-merges passes now.)
     "pythreads": (Prog("pythreads.model", env={"PATH": PY_PATH}), (363, 158, 8)),
     # -D wait=0: bob waits with Condvar::wait_while (no FIRE). Thread indexes follow the
     # order of the accepts, so "bob waits while alice's thread reads" is two worlds.
