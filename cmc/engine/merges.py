@@ -145,11 +145,14 @@ class MergeCheck:
     def _differs(self, fp: bytes, keys: list, key: tuple | None, actions=None,
                  expected=None) -> MergeDiffers:
         search = self.search
-        first, first_fps = search.path(fp)
+        first, _ = search.path(fp)
         labels = [_labels(search.model, first), _labels(search.model, keys)]
         if key is None:
+            gained = sum(k not in expected for k in actions)
+            lost = sum(k not in actions for k in expected)
             what = (f"the second path enables {len(actions)} actions where the first "
-                    f"enables {len(expected)}")
+                    f"enables {len(expected)} ({gained} not enabled after the first, "
+                    f"{lost} of the first's not enabled; or the same in another order)")
             action = None
         else:
             runs = []
