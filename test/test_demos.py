@@ -173,13 +173,13 @@ def test_twopc_bug_needs_a_crash(tmp_path, mode):
     no_node_left("twopc")
 
 
-def twopc_with_crashes(tmp_path, n: int, build: str = "twopc"):
-    """models/twopc.model with `budget crash N`, absolute paths, no build line."""
-    text = (MODELS / "twopc.model").read_text()
+def with_crashes(tmp_path, demo: str, n: int):
+    """models/DEMO.model with `budget crash N`, absolute paths, no build line."""
+    text = (MODELS / f"{demo}.model").read_text()
     text = re.sub(r"^budget crash \d+", f"budget crash {n}", text, flags=re.M)
     text = re.sub(r"^build .*$", "", text, flags=re.M)
-    text = re.sub(r'^param bin = "[^"]*"', f'param bin = "{BUILD / build}"', text, flags=re.M)
-    path = tmp_path / f"twopc-crash{n}.model"
+    text = re.sub(r'^param bin = "[^"]*"', f'param bin = "{BUILD / demo}"', text, flags=re.M)
+    path = tmp_path / f"{demo}-crash{n}.model"
     path.write_text(text)
     return path
 
@@ -190,10 +190,19 @@ def test_twopc_no_participant_stays_in_doubt_after_two_crashes(tmp_path):
     while greeting a restarted coordinator stayed in doubt for ever (the coordinator
     retried a lost participant only when something else woke it). Fixed in the demo:
     at crash 2 the quiescent property holds."""
-    r = run_cmc("--model-file", twopc_with_crashes(tmp_path, 2), cwd=tmp_path)
+    r = run_cmc("--model-file", with_crashes(tmp_path, "twopc", 2), cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert counts(r.stdout) == (4748, 2671, 21)
     no_node_left("twopc")
+
+
+@pytest.mark.slow
+def test_durlog_acked_writes_reach_both_nodes_after_two_crashes(tmp_path):
+    """durlog's liveness (quiescent acked_on_both) at budget crash 2 as well."""
+    r = run_cmc("--model-file", with_crashes(tmp_path, "durlog", 2), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert counts(r.stdout) == (6884, 2875, 16)
+    no_node_left("durlog")
 
 
 # -- raft: only a CRASH exposes the bug ----------------------------------------------------
