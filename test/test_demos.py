@@ -45,22 +45,30 @@ def labels(out: str) -> list[str]:
     return [label for _, label in re.findall(r"^State (\d+): <(.*)>$", out, re.M)]
 
 
-def budget_zero_model(tmp_path, demo: str, kind: str):
-    """models/DEMO.model with `budget KIND 0` and the bug build, written to tmp_path with
-    absolute paths; without its witnesses (with no such action they may be unreachable:
-    a vacuity check, not the property under test) and without its build line."""
+def budget_model(tmp_path, demo: str, kind: str, n: int, build: str, witnesses: bool = True):
+    """models/DEMO.model with `budget KIND N` and the build `build`, written to tmp_path
+    with absolute paths and without its build line (and, unless `witnesses`, without its
+    witnesses)."""
     text = (MODELS / f"{demo}.model").read_text()
-    text, n = re.subn(rf"^budget {kind} \d+", f"budget {kind} 0", text, flags=re.M)
-    if n == 0:                  # fire is unlimited by default: add the line
-        text += f"\nbudget {kind} 0\n"
+    text, found = re.subn(rf"^budget {kind} \d+", f"budget {kind} {n}", text, flags=re.M)
+    if found == 0:              # fire is unlimited by default: add the line
+        text += f"\nbudget {kind} {n}\n"
     text = re.sub(r"^build .*$", "", text, flags=re.M)
-    text = re.sub(r"^witness .*(\n[ \t]+.*)*", "", text, flags=re.M)
-    text, n = re.subn(r'^param bin = "[^"]*"', f'param bin = "{BUILD / demo}-bug"', text,
-                      flags=re.M)
-    assert n == 1
-    path = tmp_path / f"{demo}-{kind}0.model"
+    if not witnesses:
+        text = re.sub(r"^witness .*(\n[ \t]+.*)*", "", text, flags=re.M)
+    text, found = re.subn(r'^param bin = "[^"]*"', f'param bin = "{BUILD / build}"', text,
+                          flags=re.M)
+    assert found == 1
+    path = tmp_path / f"{build}-{kind}{n}.model"
     path.write_text(text)
     return path
+
+
+def budget_zero_model(tmp_path, demo: str, kind: str):
+    """models/DEMO.model with `budget KIND 0` and the bug build; without its witnesses
+    (with no such action they may be unreachable: a vacuity check, not the property
+    under test)."""
+    return budget_model(tmp_path, demo, kind, 0, f"{demo}-bug", witnesses=False)
 
 
 def check_correct(tmp_path, demo: str, mode: tuple[str, ...]):
@@ -173,24 +181,14 @@ def test_twopc_bug_needs_a_crash(tmp_path, mode):
     no_node_left("twopc")
 
 
-def with_crashes(tmp_path, demo: str, n: int):
-    """models/DEMO.model with `budget crash N`, absolute paths, no build line."""
-    text = (MODELS / f"{demo}.model").read_text()
-    text = re.sub(r"^budget crash \d+", f"budget crash {n}", text, flags=re.M)
-    text = re.sub(r"^build .*$", "", text, flags=re.M)
-    text = re.sub(r'^param bin = "[^"]*"', f'param bin = "{BUILD / demo}"', text, flags=re.M)
-    path = tmp_path / f"{demo}-crash{n}.model"
-    path.write_text(text)
-    return path
-
-
 @pytest.mark.slow
 def test_twopc_no_participant_stays_in_doubt_after_two_crashes(tmp_path):
     """The liveness finding of issue 16 (docs/demos.md): a participant that crashed
     while greeting a restarted coordinator stayed in doubt for ever (the coordinator
     retried a lost participant only when something else woke it). Fixed in the demo:
     at crash 2 the quiescent property holds."""
-    r = run_cmc("--model-file", with_crashes(tmp_path, "twopc", 2), cwd=tmp_path)
+    r = run_cmc("--model-file", budget_model(tmp_path, "twopc", "crash", 2, "twopc"),
+                cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert counts(r.stdout) == (4748, 2671, 21)
     no_node_left("twopc")
@@ -199,7 +197,8 @@ def test_twopc_no_participant_stays_in_doubt_after_two_crashes(tmp_path):
 @pytest.mark.slow
 def test_durlog_acked_writes_reach_both_nodes_after_two_crashes(tmp_path):
     """durlog's liveness (quiescent acked_on_both) at budget crash 2 as well."""
-    r = run_cmc("--model-file", with_crashes(tmp_path, "durlog", 2), cwd=tmp_path)
+    r = run_cmc("--model-file", budget_model(tmp_path, "durlog", "crash", 2, "durlog"),
+                cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert counts(r.stdout) == (6884, 2875, 16)
     no_node_left("durlog")

@@ -41,6 +41,7 @@ from ..errors import TargetError
 from . import _native
 from .answer import ANSWERED, CONTINUE, Block, Err
 from .calllog import render
+from .handler import fd_arg
 from .net import fmt_addr
 from .syscalls_x86_64 import NAME, NR
 from .threads import (NATIVE_WAITS, Process, Thread, task_children, task_ids, task_state,
@@ -530,7 +531,7 @@ def _blocked_on(t: Thread) -> tuple:
     notif = t.notif
     if notif is None or notif.nr not in _ON_FD:
         return ()
-    sock = t.proc.fds.get(notif.args[0] & 0xFFFFFFFF)
+    sock = t.proc.fds.get(fd_arg(notif.args[0]))
     if sock is None or not hasattr(sock, "conn"):
         return ()
     if sock.conn is not None:
