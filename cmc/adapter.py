@@ -21,7 +21,7 @@ import os
 from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec
-from .kernel.fork import ForkFailed, NotForkable
+from .kernel.fork import ForkFailed, NotForkable, Roots
 from .lang import EvaluationError, check_property, reply_record
 
 
@@ -84,7 +84,12 @@ class _Tracked:
         return [engine_action(a) for a in self._c.actions()]
 
     def apply(self, key) -> Action:
-        return engine_action(self._c.apply(key))
+        try:
+            return engine_action(self._c.apply(key))
+        except (NotForkable, ForkFailed) as e:
+            # A node this step runs is lent to other worlds and could not be forked
+            # (fork.own): the step is taken again on a replay.
+            raise CopyFailed(str(e)) from None
 
     def fingerprint(self):
         return self._c.fingerprint()
@@ -139,6 +144,7 @@ class ClusterModel:
         self.tag = tag
         self.open: set[_Tracked] = set()
         self._roots = 0
+        self.roots = Roots(self.new_root)
 
     def new_root(self) -> str:
         """A new directory for one world."""
@@ -152,7 +158,7 @@ class ClusterModel:
         if self.many:
             root = self.new_root()
             cluster = Cluster(self.spec, root)
-            cluster.own_root = root
+            cluster.own(root, self.roots)
         else:
             self.close_all()   # one cluster at a time shares the working directories
             cluster = Cluster(self.spec, self._root(0))

@@ -49,9 +49,11 @@ class System(Protocol):
     def fingerprint(self) -> bytes: ...
     def view(self) -> dict: ...
     def close(self) -> None: ...
-    # Optional (--fast): a copy of this world, or None when it cannot be copied
+    # Optional (copying): a copy of this world, or None when it cannot be copied
     # faithfully. Raises CopyFailed when copying broke this world (it is closed).
-    # `is_copy`: this world was made by fork() (or is one stepped on since).
+    # `is_copy`: this world was made by fork() (or is one stepped on since). A copy
+    # may share what a step has not yet run with the world it was copied from; `apply`
+    # raises CopyFailed when a step could not take its share (the engine replays it).
     def fork(self) -> "System | None": ...
     # The world as named parts (name, {field: value}), what a trace shows first,
     # then all the fingerprint covers: how the engine says what differs between two
@@ -61,7 +63,8 @@ class System(Protocol):
 
 
 class CopyFailed(Exception):
-    """Copying a world failed part way and spoilt the world copied from."""
+    """Copying a world failed part way and spoilt the world copied from, or a step
+    on a world that shares its processes with others could not take its own."""
 
 
 class Model(Protocol):

@@ -216,11 +216,11 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
                 system = replay(model, keys, fps)[0]
             try:
                 result = step(system, key)
-            except Exception:
+            except Exception as e:
                 system.close()
-                if not getattr(system, "is_copy", False):
+                if not (getattr(system, "is_copy", False) or isinstance(e, CopyFailed)):
                     raise
-                system = replay(model, keys, fps)[0]
+                system, copied = replay(model, keys, fps)[0], False
                 result = step(system, key)
             if stats is not None and copied:
                 stats.copies += 1

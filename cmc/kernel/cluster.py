@@ -19,7 +19,7 @@ import xxhash
 from ..errors import EngineError
 from ..interrupts import interrupts_held
 from . import dgram
-from .fork import check_intact, fork_world
+from .fork import drop_root, fork_world, hold_root
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
                   fmt_addr)
 from .actions import Action, describe_key, message_action
@@ -97,9 +97,7 @@ class Cluster:
         self.shift = 0                 # launch nodes with CMC_DET_PAD (node.det_pad)
         self.calls: list[tuple[str, str]] = []
         self._out_offsets: dict[str, int] = {}
-        self.own_root: str | None = None     # a directory of this world alone (--fast)
-        self._fork_plans = None              # what a fork must redo per node (fork.py)
-        self._fork_stamp = None              # its directories when first copied
+        self.own_root: str | None = None     # a directory of this world (copying)
 
     def drain(self) -> dict:
         """What happened since the last drain: each node's emulated calls, and
@@ -213,21 +211,43 @@ class Cluster:
             self._client_send_next(client)
         self.settle()
 
+    def own(self, root: str, roots) -> None:
+        """This world, launched in `root`, is one of many side by side (copying): the
+        root goes when the world and every node directory in it are gone; `roots`
+        (fork.Roots) makes the roots of node directories copied later."""
+        self.own_root = root
+        self.roots = roots
+        hold_root(root)
+        for node in self.nodes:
+            node.root = root
+            hold_root(root)
+
     def close(self) -> None:
-        """Kill and reap the nodes and remove the world's own directory: whole, an
-        interrupt waits until it is done (cmc/interrupts.py)."""
+        """Kill and reap the nodes (those lent to other worlds stay with them) and
+        remove what is this world's alone of its directories: whole, an interrupt
+        waits until it is done (cmc/interrupts.py)."""
         with interrupts_held():
-            for node in self.nodes:         # all at once: their ends overlap
-                node.send_kill()
+            ends, leases = [], []
             for node in self.nodes:
+                lease = node.lease
+                if node.give_back():
+                    ends.append(node)
+                    if lease is not None:
+                        leases.append(lease)
+            for node in ends:               # all at once: their ends overlap
+                node.send_kill()
+            for node in ends:
                 node.reap()
             try:
                 if sys.exc_info()[0] is None:      # not while another error is on its way
-                    check_intact(self)
+                    for lease in leases:
+                        lease.check()       # left as lent: else a copy reached it
             finally:
-                self._fork_plans = self._fork_stamp = None
-                if self.own_root is not None:
-                    shutil.rmtree(self.own_root, ignore_errors=True)
+                for node in self.nodes:
+                    drop_root(node.root)
+                    node.root = None
+                drop_root(self.own_root)
+                self.own_root = None
 
     def fork(self, root: str) -> "Cluster":
         """A copy of this (quiescent) world, without a replay: see fork.py."""
@@ -357,10 +377,8 @@ class Cluster:
                               f"step {self.step + 1} ({describe_key(key)}) is not enabled "
                               "any more; the program under check (or cmc) is not "
                               "deterministic")
-        check_intact(self)                 # if it was copied: still as it was left?
         self.step += 1
         self.step_label = f"<{action.label}>"
-        self._fork_plans = self._fork_stamp = None
         kind = key[0]
         if kind == "DELIVER":
             self._deliver(self._conn_by_key(key[1]), key[2], key[3])
@@ -451,6 +469,7 @@ class Cluster:
     def _crash(self, node: Node, *reached: int) -> None:
         """CRASH node; under fsync partial `reached` is how many of its unsynced
         writes reached disk (none given: none did)."""
+        node.own(keep_process=False)       # its directory, if lent to other worlds too
         node.kill()
         node.disk.crash(node.cwd, *reached)
         for conn in list(self.net.conns):

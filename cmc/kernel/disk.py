@@ -343,10 +343,12 @@ def reached_another_world() -> TargetError:
         "be copied; check it with --no-fast")
 
 
-def in_another_world(cluster, path: str) -> bool:
-    """Whether path lies in the directory of another world of this run (--fast: each
-    world works in a directory of its own, beside the others)."""
-    root = cluster.own_root
+def in_another_world(node, path: str) -> bool:
+    """Whether path lies in the directory of another world of this run (copying: each
+    world's nodes work in directories of their own, beside the others'; a node's may
+    lie in the root of the world it was first copied in, fork.py)."""
+    root = node.cluster.own_root
     if root is None:
         return False
-    return path.startswith(os.path.dirname(root) + "/") and not path.startswith(root + "/")
+    return path.startswith(os.path.dirname(root) + "/") and not any(
+        path == n.cwd or path.startswith(n.cwd + "/") for n in node.cluster.nodes)

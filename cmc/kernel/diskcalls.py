@@ -43,7 +43,7 @@ def node_file(call, fd: int):
         if not stat.S_ISREG(st.st_mode) or st.st_nlink == 0:
             return None
         if not _inside(node, target):
-            if in_another_world(node.cluster, target):
+            if in_another_world(node, target):
                 raise reached_another_world()
             return None
         ident = file_id(target)

@@ -84,6 +84,13 @@ def _fill_cell(cell, value) -> None:
 
 
 _SHARED: dict[int, object] = {}        # during copy_record: objects not copied
+_BY_IDENTITY: set[type] = set()         # types never copied (Lease, node.Tap)
+
+
+def never_copied(cls):
+    """Mark a class whose objects a copy of a world shares with the original."""
+    _BY_IDENTITY.add(cls)
+    return cls
 
 
 def _shared(key: int):
@@ -95,6 +102,9 @@ class _WorldPickler(pickle.Pickler):
     # dicts and tuples: the many small objects of a world pass at C speed.
     def reducer_override(self, obj):
         if id(obj) in _SHARED:
+            return _shared, (id(obj),)
+        if type(obj) in _BY_IDENTITY:        # a lease and its listener: not copied
+            _SHARED[id(obj)] = obj
             return _shared, (id(obj),)
         if type(obj) is types.FunctionType and (obj.__closure__ or "<" in obj.__qualname__):
             key = id(obj.__code__)
@@ -227,85 +237,205 @@ def _replace_fds(node, plan, old_cwd: str) -> None:
             os.close(src)
 
 
-def rebind(node, held) -> None:
-    """The process was made to issue its held call `held` again: take the new
-    notification as the held one."""
-    notif = node.tap.recv_for(node.pid, REBIND_TIMEOUT_S)
-    if notif is None or notif.nr != held.nr or notif.args != held.args:
-        raise ForkFailed(f"fork of node {node.name}: its held call did not come back "
-                         f"({held.nr} expected, got {notif and notif.nr})")
-    node.rebind(notif)
+# -- directories ----------------------------------------------------------------------
+# A world's root holds its out/ directory, and at launch the nodes' directories; a
+# node forked gets a root of its own (`Roots`) for its copy of the directory. A
+# node's directory stays where it was made for as long as it is used, in whichever
+# world. So a root is removed when the world and every node directory in it are
+# gone: each holds it once.
+_ROOT_USERS: dict[str, int] = {}
 
 
-# -- the world ------------------------------------------------------------------------
-def stamp(cluster) -> tuple:
-    """What the nodes' directories hold (names, sizes, modification times)."""
+@never_copied
+class Roots:
+    """Where a world's copies of node directories go: `make()` gives a new root,
+    as long as every other (the run's ClusterModel.new_root)."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def hold_root(root: str | None) -> None:
+    if root is not None:
+        _ROOT_USERS[root] = _ROOT_USERS.get(root, 0) + 1
+
+
+def drop_root(root: str | None) -> None:
+    if root is None:
+        return
+    left = _ROOT_USERS.get(root, 1) - 1
+    if left > 0:
+        _ROOT_USERS[root] = left
+        return
+    _ROOT_USERS.pop(root, None)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def stamp(cwd: str) -> tuple:
+    """What a node's directory holds (names, sizes, modification times)."""
     out = []
-    for n in cluster.nodes:
-        for folder, dirs, files in os.walk(n.cwd):
-            dirs.sort()
-            for name in [""] + sorted(files):
-                try:
-                    st = os.lstat(os.path.join(folder, name))
-                except OSError:
-                    continue
-                out.append((folder, name, st.st_size, st.st_mtime_ns))
+    for folder, dirs, files in os.walk(cwd):
+        dirs.sort()
+        for name in [""] + sorted(files):
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            out.append((folder, name, st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 
-def check_intact(cluster) -> None:
-    """A world that was copied (else there is nothing to check) must find its
-    directories as it left them: its own processes were frozen meanwhile, so a
-    change was made by a copy that reached them through a path it kept (not
-    through its working directory or HOME)."""
-    if cluster._fork_stamp is not None and stamp(cluster) != cluster._fork_stamp:
-        raise reached_another_world()
+# -- lent nodes -------------------------------------------------------------------------
+@never_copied
+class Lease:
+    """A node's processes, frozen in the world they were lent from, with its
+    directory (for a node that is down, the directory alone), shared by the records
+    of every world that has not run the node since. `users`: how many records.
 
+    While lent, nothing runs the processes or changes the directory: a world that
+    runs the node first takes it (`own`), by a fork while others use it, else
+    (the last user) as it is. A directory found changed when next used was changed
+    through a path a copy kept to it (`check`)."""
+
+    def __init__(self, node):
+        self.pid = node.pid if node.alive else 0
+        self.tap = node.tap if node.alive else None
+        held = node.pending
+        self.notif = held[0] if held is not None else None   # one thread held
+        self.cwd = node.cwd
+        self.root = node.root
+        self.users = 1
+        self.plan = None                # (fd plan, HOME address), or NotForkable
+        self.stamp = stamp(node.cwd)
+        self.spoilt: str | None = None  # a fork from it failed part way
+
+    def check(self) -> None:
+        if stamp(self.cwd) != self.stamp:
+            raise reached_another_world()
+
+
+def lend(node) -> Lease:
+    """Make node's processes (and directory) a lease, this record its first user:
+    from now on they run only once taken by `own`."""
+    if node.lease is None:
+        node.lease = Lease(node)
+        node.root = None                 # the lease holds it
+        for proc in node.procs.values():
+            if proc.pidfd >= 0:
+                os.close(proc.pidfd)
+                proc.pidfd = -1
+        node._poller = None
+    return node.lease
+
+
+def forkable(node) -> None:
+    """What can be seen from cmc's record alone: a node that may be forked later.
+    Raises NotForkable."""
+    if not node.alive:
+        return
+    if len(node.threads) > 1 or node.next_thread > 1 or node.next_proc > 1:
+        raise NotForkable(f"node {node.name} has had threads or processes")
+    if node.pending is None:
+        raise NotForkable(f"node {node.name} is not held in a blocked call")
+
+
+def own(node, keep_process: bool = True) -> None:
+    """Before node runs (or crashes, or starts again) in this world: take its lease.
+    The last user takes it as it is. Otherwise the directory is copied into this
+    world's root and, with `keep_process`, the process forked into it (without:
+    a CRASH, which needs only the directory; the process stays with the others)."""
+    lease = node.lease
+    if lease.spoilt:
+        raise ForkFailed(lease.spoilt)
+    lease.check()
+    if lease.users == 1:
+        lease.users = 0
+        node.lease = None
+        node.root = lease.root
+        if node.alive:
+            node._take_over(lease.notif)
+        return
+    world = node.cluster.roots.make()
+    cwd = os.path.join(world, "nodes", os.path.basename(lease.cwd))
+    fork = keep_process and node.alive
+    if fork:
+        if lease.plan is None:
+            try:
+                lease.plan = (fd_plan(node), home_address(node))
+            except NotForkable as e:
+                lease.plan = e
+        if isinstance(lease.plan, NotForkable):
+            raise lease.plan
+        if len(cwd) != len(lease.cwd):
+            raise NotForkable("the copy's directory would not be as long as the original's")
+    os.mkdir(world)
+    os.mkdir(os.path.dirname(cwd))
+    shutil.copytree(lease.cwd, cwd, symlinks=True)
+    node.disk.rekey(lease.cwd, cwd)       # the copy's page cache follows its files
+    lease.users -= 1
+    node.lease = None
+    node.cwd = cwd
+    node.root = world
+    hold_root(world)
+    if not fork:
+        node._forget_lent()
+        return
+    held = lease.notif
+    with interrupts_held():               # no process started and not recorded
+        try:
+            child = _native.fork_node(lease.pid, lease.tap.fd, held.id, cwd)
+        except OSError as e:
+            lease.spoilt = (f"fork of node {node.name} (pid {lease.pid}) failed: "
+                            f"{e.strerror}")
+            node._forget_lent()
+            raise ForkFailed(lease.spoilt) from None
+        node._attach(child, lease.tap)
+    lease.notif = _again(lease.tap, lease.pid, held, node.name)   # the original's
+    node.rebind(_again(lease.tap, child, held, node.name))
+    plan, home = lease.plan
+    _replace_fds(node, plan, lease.cwd)
+    _move_home(node, home)
+
+
+def _again(tap, pid: int, held, name: str):
+    """Process pid was made to issue its held call `held` again: the new notification."""
+    notif = tap.recv_for(pid, REBIND_TIMEOUT_S)
+    if notif is None or notif.nr != held.nr or notif.args != held.args:
+        raise ForkFailed(f"fork of node {name}: its held call did not come back "
+                         f"({held.nr} expected, got {notif and notif.nr})")
+    return notif
+
+
+def give_back(node) -> bool:
+    """This record is done with node's lease (its world is closed). True when it was
+    the last user: the processes and the directory are then the record's, to end."""
+    lease, node.lease = node.lease, None
+    lease.users -= 1
+    if lease.users == 0:
+        node.root = lease.root
+        return True
+    node._forget_lent()
+    return False
 
 
 def fork_world(cluster, root: str):
-    """A copy of `cluster` (a quiescent world) working under directory `root`."""
-    plans = cluster._fork_plans
-    if plans is None:
-        try:
-            plans = {n.index: (fd_plan(n), home_address(n)) for n in cluster.nodes if n.alive}
-        except NotForkable as e:
-            plans = e
-        cluster._fork_plans = plans
-        cluster._fork_stamp = stamp(cluster)
-    else:
-        check_intact(cluster)
-    if isinstance(plans, NotForkable):
-        raise plans
+    """A copy of `cluster` (a quiescent world) working under directory `root`: its
+    record copied, every node lent to both (nothing is forked until a world runs
+    the node, `own`). Raises NotForkable for a world a node of which could not be
+    forked when it runs."""
     if cluster.own_root is None or len(root) != len(cluster.own_root):
         raise NotForkable("the copy's directory would not be as long as the original's")
-    twin = copy_record(cluster, [cluster.spec])   # its nodes without processes (Node)
-    twin._fork_plans = twin._fork_stamp = None
+    for n in cluster.nodes:
+        forkable(n)
+        if n.lease is not None and isinstance(n.lease.plan, NotForkable):
+            raise n.lease.plan          # found when a copy of this world tried to fork it
+    leases = [lend(n) for n in cluster.nodes]
+    twin = copy_record(cluster, [cluster.spec])   # leases and listeners shared
     twin.own_root = root
     twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
     os.makedirs(twin.outdir)
+    hold_root(root)
     twin.calls = []
-    try:
-        for n, m in zip(cluster.nodes, twin.nodes):
-            m.cwd = os.path.join(root, "nodes", os.path.basename(n.cwd))
-            shutil.copytree(n.cwd, m.cwd, symlinks=True)
-            m.disk.rekey(n.cwd, m.cwd)      # the copy's page cache follows its files
-            if not n.alive:
-                continue
-            held = n.pending[0]
-            with interrupts_held():       # no process started and not recorded
-                try:
-                    child = _native.fork_node(n.pid, n.listener, held.id, m.cwd)
-                except OSError as e:
-                    raise ForkFailed(f"fork of node {n.name} (pid {n.pid}) failed: "
-                                     f"{e.strerror}") from None
-                m._attach(child, n.tap)
-            rebind(n, held)
-            rebind(m, held)
-            plan, home = plans[n.index]
-            _replace_fds(m, plan, n.cwd)
-            _move_home(m, home)
-    except BaseException:
-        twin.close()
-        raise
+    for lease in leases:
+        lease.users += 1
     return twin

@@ -18,6 +18,7 @@ from . import _native
 from .abi import VFD_BASE
 from .disk import Disk
 from .filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
+from .fork import give_back, never_copied, own
 from .tasks import COUNTERS, Tasks, reap_orphans
 from .threads import Futexes, Process, Thread
 
@@ -61,6 +62,7 @@ def det_pad(shift: int) -> str:
 
 
 
+@never_copied
 class Tap:
     """A seccomp listener. A node's copies made by --fast (cmc/kernel/fork.py) share
     the listener of the process they were forked from, so it is closed when its
@@ -119,6 +121,10 @@ class Node(Tasks):
         self.listener = -1
         self.tap: Tap | None = None
         self.alive = False
+        # Copying (fork.py): the lease this record shares the node's processes and
+        # directory by, else None; `root`, the world root its own directory is in.
+        self.lease = None
+        self.root: str | None = None
         self._reset_incarnation()
 
     # -- per-incarnation state -----------------------------------------------
@@ -161,6 +167,8 @@ class Node(Tasks):
 
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
+        if self.lease is not None:
+            own(self)                    # its directory, when it is another world's too
         self._reset_incarnation()
         out = self.cluster.output_path(self)
         null_in, null_out = _devnull()
@@ -191,16 +199,45 @@ class Node(Tasks):
         del keepalive
 
     def __getstate__(self) -> dict:
-        """A copy of a node's record (fork.py) has no process until one is attached:
-        the process, its listener and its pidfd stay with the original."""
+        """A copy of a node's record (fork.py) shares the process with the original
+        by a lease: without a poller of its own (`_take_over`, `_attach` make one)."""
         state = dict(self.__dict__)
         state.pop("_poller", None)
-        state.update(pid=0, pgid=0, tap=None, listener=-1, alive=False,
-                     procs={0: self.main} if self.procs else {})
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+    def own(self, keep_process: bool = True) -> None:
+        """Before the node runs, crashes or starts again here: see fork.own."""
+        if self.lease is not None:
+            own(self, keep_process)
+
+    def _take_over(self, notif) -> None:
+        """The lease's processes are this record's now (fork.own): watch their ends;
+        `notif`: the one thread's held call as it now is (a fork moves it)."""
+        self._poller = select.poll()
+        self._poller.register(self.listener, select.POLLIN)
+        for proc in self.procs.values():
+            proc.pidfd = os.pidfd_open(proc.pid)
+            self._poller.register(proc.pidfd, select.POLLIN)
+        if notif is not None:
+            self.rebind(notif)
+
+    def _forget_lent(self) -> None:
+        """The lease's processes stay with the worlds still using it: this record
+        has none (it is closed, or the node crashes here)."""
+        self.pid = self.pgid = 0
+        self.tap = None
+        self.listener = -1
+        self.alive = False
+        self.procs = {}
+        self.threads = {}
+
+    def give_back(self) -> bool:
+        """Closing: True when the node's processes are this record's to end (its own,
+        or a lease of which it was the last user)."""
+        return self.lease is None or give_back(self)
 
     def _attach(self, pid: int, tap: Tap) -> None:
         """Take process pid, on listener tap, as this node's process. Its end is

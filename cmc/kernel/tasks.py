@@ -72,6 +72,7 @@ class Tasks:
         # The watchdog is real time per step: a node that keeps making calls that
         # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
         self._deadline = time.monotonic() + self.cluster.watchdog_s
+        self.own()                      # a process lent to other worlds is forked first
         while True:
             if not self.alive:
                 return

@@ -150,10 +150,9 @@ class Process:
             setattr(self.node, name, value)
 
     def __getstate__(self):
-        """A copy (fork.py) has no process until one is attached: not the original's
-        pid, nor its pidfd."""
+        """A copy (fork.py) shares the process by a lease, not the original's pidfd."""
         state = {k: getattr(self, k) for k in Process.OWN}
-        state.update(pid=0, pidfd=-1)
+        state.update(pidfd=-1)
         return state
 
     def __setstate__(self, state):
@@ -171,6 +170,7 @@ class Process:
             return None
 
     def write(self, addr: int, data: bytes) -> bool:
+        self.node.own()                 # a process lent to other worlds is forked first
         try:
             _native.write_mem(self.pid, addr, data)
             return True
