@@ -1,12 +1,16 @@
-"""Copying a world: fork every node process from a snapshot (`--fast`).
+"""Copying a world: its record copied, its processes shared until a world runs them.
 
 A world is quiescent between actions: every live node process is held in one
-pending notification. `fork_world` copies it without replaying from launch:
+pending notification. `fork_world` copies cmc's record of it (network, sockets,
+held calls, clocks; closures that complete held calls included) and *lends* every
+node -- its processes and its directory -- to both worlds (`Lease`). A world takes a
+lent node before it runs it, crashes it or starts it again (`own`): the last world
+using the lease takes it as it is; otherwise
 
-- each held process is forked by injection (csrc: `cmc_fork_node`): the copy is
-  a child of cmc in its own process group, working in its own copy of the node's
+- the held process is forked by injection (csrc: `cmc_fork_node`): the copy is a
+  child of cmc in its own process group, working in its own copy of the node's
   directory, and both processes make their held call again, as new notifications
-  on the listener they share (`Tap`), which cmc takes as the new held call;
+  on the listener they share (`Tap`); the lease keeps the original's;
 - descriptors that a fork would share between the two worlds are replaced in the
   copy: a regular file or directory is opened again (the copy of it, when it lies
   in the node's directory) with the same flags and offset, and an epoll instance
@@ -14,18 +18,17 @@ pending notification. `fork_world` copies it without replaying from launch:
   outside the node's directory opened only to append to (stdout, stderr) is
   shared: both worlds append to it, and neither reads it;
 - HOME, which cmc sets to the node's directory, is pointed at the copy's (in the
-  environment block; world directories have names of one length);
-- cmc's own record of the world (network, sockets, held calls, clocks) is deep
-  copied, including the closures that complete held calls.
+  environment block; node directories have names of one length).
 
-A world that cannot be copied faithfully raises NotForkable before anything is
-touched, and the engine replays it instead: a node with more than one thread (only
-the calling thread would be copied), a pipe, an AF_UNIX socket or another kernel
-object shared with the copy, a deleted open file, a file of its directory mapped
-into memory, or an epoll instance holding real descriptors. And a world that was
-copied must find its directories as it left them when it is next used or closed
-(`check_intact`): otherwise a copy reached them through a path the node kept, and
-cmc stops rather than give an answer replay would not.
+A world that cannot be copied faithfully raises NotForkable, and the engine replays
+it instead: a node with more than one thread (only the calling thread would be
+copied) or process, found before anything is touched; a pipe, an AF_UNIX socket or
+another kernel object shared with the copy, a deleted open file, a file of its
+directory mapped into memory, or an epoll instance holding real descriptors, found
+when the node is first forked (the step is then taken again on a replay). A lent
+directory must be as it was lent when it is next used or given up (`Lease.check`):
+otherwise a copy reached it through a path the node kept, and cmc stops rather
+than give an answer replay would not.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from ..errors import EngineError
 from ..interrupts import interrupts_held
 from . import _native
 from .disk import reached_another_world
+from .node import Tap
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).
@@ -84,13 +88,7 @@ def _fill_cell(cell, value) -> None:
 
 
 _SHARED: dict[int, object] = {}        # during copy_record: objects not copied
-_BY_IDENTITY: set[type] = set()         # types never copied (Lease, node.Tap)
-
-
-def never_copied(cls):
-    """Mark a class whose objects a copy of a world shares with the original."""
-    _BY_IDENTITY.add(cls)
-    return cls
+_BY_IDENTITY: set[type] = {Tap}         # never copied: a listener, and a Lease (below)
 
 
 def _shared(key: int):
@@ -246,7 +244,6 @@ def _replace_fds(node, plan, old_cwd: str) -> None:
 _ROOT_USERS: dict[str, int] = {}
 
 
-@never_copied
 class Roots:
     """Where a world's copies of node directories go: `make()` gives a new root,
     as long as every other (the run's ClusterModel.new_root)."""
@@ -286,7 +283,6 @@ def stamp(cwd: str) -> tuple:
 
 
 # -- lent nodes -------------------------------------------------------------------------
-@never_copied
 class Lease:
     """A node's processes, frozen in the world they were lent from, with its
     directory (for a node that is down, the directory alone), shared by the records
@@ -312,6 +308,14 @@ class Lease:
     def check(self) -> None:
         if stamp(self.cwd) != self.stamp:
             raise reached_another_world()
+
+    def take(self, node, keep_process: bool = True) -> None:
+        """node's record takes the lease (Node.own): see `own`."""
+        own(node, keep_process)
+
+    def give_back(self, node) -> bool:
+        """node's record is done with the lease (Node.give_back): see `give_back`."""
+        return give_back(node)
 
 
 def lend(node) -> Lease:
@@ -416,6 +420,9 @@ def give_back(node) -> bool:
         return True
     node._forget_lent()
     return False
+
+
+_BY_IDENTITY.update((Lease, Roots))
 
 
 def fork_world(cluster, root: str):

@@ -18,7 +18,6 @@ from . import _native
 from .abi import VFD_BASE
 from .disk import Disk
 from .filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
-from .fork import give_back, never_copied, own
 from .tasks import COUNTERS, Tasks, reap_orphans
 from .threads import Futexes, Process, Thread
 
@@ -62,7 +61,6 @@ def det_pad(shift: int) -> str:
 
 
 
-@never_copied
 class Tap:
     """A seccomp listener. A node's copies made by --fast (cmc/kernel/fork.py) share
     the listener of the process they were forked from, so it is closed when its
@@ -121,7 +119,7 @@ class Node(Tasks):
         self.listener = -1
         self.tap: Tap | None = None
         self.alive = False
-        # Copying (fork.py): the lease this record shares the node's processes and
+        # Copying (fork.py): the Lease this record shares the node's processes and
         # directory by, else None; `root`, the world root its own directory is in.
         self.lease = None
         self.root: str | None = None
@@ -167,8 +165,7 @@ class Node(Tasks):
 
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
-        if self.lease is not None:
-            own(self)                    # its directory, when it is another world's too
+        self.own()                       # its directory, when it is another world's too
         self._reset_incarnation()
         out = self.cluster.output_path(self)
         null_in, null_out = _devnull()
@@ -209,9 +206,10 @@ class Node(Tasks):
         self.__dict__.update(state)
 
     def own(self, keep_process: bool = True) -> None:
-        """Before the node runs, crashes or starts again here: see fork.own."""
+        """Before the node runs, crashes or starts again here: take it from the
+        worlds it is lent to (fork.Lease)."""
         if self.lease is not None:
-            own(self, keep_process)
+            self.lease.take(self, keep_process)
 
     def _take_over(self, notif) -> None:
         """The lease's processes are this record's now (fork.own): watch their ends;
@@ -237,7 +235,7 @@ class Node(Tasks):
     def give_back(self) -> bool:
         """Closing: True when the node's processes are this record's to end (its own,
         or a lease of which it was the last user)."""
-        return self.lease is None or give_back(self)
+        return self.lease is None or self.lease.give_back(self)
 
     def _attach(self, pid: int, tap: Tap) -> None:
         """Take process pid, on listener tap, as this node's process. Its end is

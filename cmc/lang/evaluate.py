@@ -45,7 +45,7 @@ def check_property(prop: Property, world: dict, next_world: dict | None = None) 
 def evaluate(expr: Expr, world: dict, next_world: dict | None = None,
              bindings: dict | None = None) -> object:
     """The value of ``expr``. ``bindings`` give values to free variables."""
-    return _eval(expr, _Env(world, next_world, dict(bindings or {})))
+    return compiled(expr)(_Env(world, next_world, dict(bindings or {})))
 
 
 class _Env:
@@ -66,67 +66,99 @@ def _shown(value: object) -> str:
     return "null" if value is None else f"{type_name(value)} {render(value)}"
 
 
-def _eval(expr: Expr, env: _Env) -> object:
-    return _DISPATCH[type(expr)](expr, env)
+# An expression is evaluated by a tree of closures made from it once (`compiled`),
+# not by walking the tree at every world: a property is checked at every world a
+# search finds, and walking cost more than the rest of a state of some models
+# (docs/performance.md).
+_COMPILED: dict[int, tuple[Expr, object]] = {}
 
 
-def _literal(expr: Literal, env: _Env) -> object:
-    return expr.value
+def compiled(expr: Expr):
+    """The function of an _Env that evaluates ``expr``."""
+    hit = _COMPILED.get(id(expr))
+    if hit is not None and hit[0] is expr:
+        return hit[1]
+    fn = _MAKE[type(expr)](expr)
+    _COMPILED[id(expr)] = (expr, fn)
+    return fn
 
 
-def _list(expr: ListExpr, env: _Env) -> object:
-    return [_eval(item, env) for item in expr.items]
+def _literal(expr: Literal):
+    value = expr.value
+    return lambda env: value
 
 
-def _name(expr: Name, env: _Env) -> object:
+def _list(expr: ListExpr):
+    items = [compiled(item) for item in expr.items]
+    return lambda env: [f(env) for f in items]
+
+
+def _name(expr: Name):
+    name = expr.name
     if expr.primed:
-        if env.next_world is None:
-            raise _fail(expr, f"{expr.name}' is the world after a transition, and there is "
-                        "none here (primed names belong in action properties)")
-        return env.next_world.get(expr.name)
-    if expr.name in env.bindings:
-        return env.bindings[expr.name]
-    if expr.name in WORLD_NAMES:
-        return env.world.get(expr.name)
-    params = env.world.get("params") or {}
-    if expr.name in params:
-        return params[expr.name]
-    raise _fail(expr, f"{expr.name} has no value in this world (not a bound variable, a "
-                "world name or one of world[\"params\"])")
+        def primed(env):
+            if env.next_world is None:
+                raise _fail(expr, f"{name}' is the world after a transition, and there is "
+                            "none here (primed names belong in action properties)")
+            return env.next_world.get(name)
+        return primed
+    in_world = name in WORLD_NAMES
+
+    def plain(env):
+        bindings = env.bindings
+        if name in bindings:
+            return bindings[name]
+        if in_world:
+            return env.world.get(name)
+        params = env.world.get("params") or {}
+        if name in params:
+            return params[name]
+        raise _fail(expr, f"{name} has no value in this world (not a bound variable, a "
+                    "world name or one of world[\"params\"])")
+    return plain
 
 
-def _field(expr: Field, env: _Env) -> object:
-    base = _eval(expr.base, env)
-    if base is None:
-        return None
-    if isinstance(base, dict):
-        return base.get(expr.name)
-    raise _fail(expr, f"cannot take field .{expr.name} of {_shown(base)}: only an object "
-                "has fields")
+def _field(expr: Field):
+    base_of, name = compiled(expr.base), expr.name
+
+    def field(env):
+        base = base_of(env)
+        if base is None:
+            return None
+        if isinstance(base, dict):
+            return base.get(name)
+        raise _fail(expr, f"cannot take field .{name} of {_shown(base)}: only an object "
+                    "has fields")
+    return field
 
 
-def _index(expr: Index, env: _Env) -> object:
-    base = _eval(expr.base, env)
-    key = _eval(expr.key, env)
-    if base is None or key is None:
-        return None
-    if isinstance(base, (list, tuple, str)):
-        if isinstance(key, str) and isinstance(expr.base, Name) and \
-                expr.base.name in PER_NODE_NAMES and not isinstance(base, str):
-            key = _node_index(key, env.next_world if expr.base.primed else env.world)
-            if key is None:
-                return None
-        if not is_int(key):
-            raise _fail(expr, f"cannot index a {type_name(base)} with {_shown(key)}: an "
-                        "index is an int")
-        return base[key] if -len(base) <= key < len(base) else None
-    if isinstance(base, dict):
-        if not isinstance(key, str):
-            raise _fail(expr, f"cannot look up {_shown(key)} in an object: its keys are "
-                        "strings")
-        return base.get(key)
-    raise _fail(expr, f"cannot index {_shown(base)}: only a list, a string or an object "
-                "can be indexed")
+def _index(expr: Index):
+    base_of, key_of = compiled(expr.base), compiled(expr.key)
+    by_name = isinstance(expr.base, Name) and expr.base.name in PER_NODE_NAMES
+    primed = by_name and expr.base.primed
+
+    def index(env):
+        base = base_of(env)
+        key = key_of(env)
+        if base is None or key is None:
+            return None
+        if isinstance(base, (list, tuple, str)):
+            if by_name and isinstance(key, str) and not isinstance(base, str):
+                key = _node_index(key, env.next_world if primed else env.world)
+                if key is None:
+                    return None
+            if not is_int(key):
+                raise _fail(expr, f"cannot index a {type_name(base)} with {_shown(key)}: an "
+                            "index is an int")
+            return base[key] if -len(base) <= key < len(base) else None
+        if isinstance(base, dict):
+            if not isinstance(key, str):
+                raise _fail(expr, f"cannot look up {_shown(key)} in an object: its keys are "
+                            "strings")
+            return base.get(key)
+        raise _fail(expr, f"cannot index {_shown(base)}: only a list, a string or an object "
+                    "can be indexed")
+    return index
 
 
 def _node_index(name: str, world: dict | None) -> int | None:
@@ -134,13 +166,17 @@ def _node_index(name: str, world: dict | None) -> int | None:
     return names.index(name) if name in names else None
 
 
-def _unary(expr: Unary, env: _Env) -> object:
-    value = _eval(expr.operand, env)
+def _unary(expr: Unary):
+    operand_of, operand = compiled(expr.operand), expr.operand
     if expr.op == "not":
-        return not _boolean(value, expr.operand, "not")
-    if not is_number(value):
-        raise _fail(expr, f"cannot negate {_shown(value)}")
-    return -value
+        return lambda env: not _boolean(operand_of(env), operand, "not")
+
+    def negate(env):
+        value = operand_of(env)
+        if not is_number(value):
+            raise _fail(expr, f"cannot negate {_shown(value)}")
+        return -value
+    return negate
 
 
 def _boolean(value: object, where: Expr, op: str) -> bool:
@@ -149,29 +185,34 @@ def _boolean(value: object, where: Expr, op: str) -> bool:
     return value
 
 
-def _binary(expr: Binary, env: _Env) -> object:
-    op = expr.op
-    if op in ("and", "or", "=>"):
-        left = _boolean(_eval(expr.left, env), expr.left, op)
-        if op == "and" and not left or op == "or" and left:
-            return left
-        if op == "=>" and not left:
-            return True
-        return _boolean(_eval(expr.right, env), expr.right, op)
-    left = _eval(expr.left, env)
-    right = _eval(expr.right, env)
+def _binary(expr: Binary):
+    op, left_of, right_of = expr.op, compiled(expr.left), compiled(expr.right)
+    lhs, rhs = expr.left, expr.right
+    if op == "and":
+        return lambda env: _boolean(left_of(env), lhs, op) and _boolean(right_of(env), rhs, op)
+    if op == "or":
+        return lambda env: _boolean(left_of(env), lhs, op) or _boolean(right_of(env), rhs, op)
+    if op == "=>":
+        return lambda env: not _boolean(left_of(env), lhs, op) or \
+            _boolean(right_of(env), rhs, op)
     if op == "==":
-        return equal(left, right)
+        return lambda env: equal(left_of(env), right_of(env))
     if op == "!=":
-        return not equal(left, right)
+        return lambda env: not equal(left_of(env), right_of(env))
     if op in ("in", "not in"):
-        return _member(expr, left, right) == (op == "in")
+        want = op == "in"
+        return lambda env: _member(expr, left_of(env), right_of(env)) == want
     if op in _ORDER:
-        try:
-            return _ORDER[op](compare(left, right))
-        except OrderError as err:
-            raise _fail(expr, _order_message(err, left, right, op)) from None
-    return _arithmetic(expr, left, right)
+        holds = _ORDER[op]
+
+        def order(env):
+            left, right = left_of(env), right_of(env)
+            try:
+                return holds(compare(left, right))
+            except OrderError as err:
+                raise _fail(expr, _order_message(err, left, right, op)) from None
+        return order
+    return lambda env: _arithmetic(expr, left_of(env), right_of(env))
 
 
 _ORDER = {"<": lambda c: c < 0, "<=": lambda c: c <= 0, ">": lambda c: c > 0,
@@ -230,27 +271,38 @@ def _arithmetic(expr: Binary, left: object, right: object) -> object:
     return left // right if op == "/" else left % right
 
 
-def _quantifier(expr: Quantifier, env: _Env) -> bool:
-    domain = _eval(expr.domain, env)
-    elements = _elements(domain)
-    if elements is None:
-        raise _fail(expr.domain, f"{expr.kind} {expr.var} in ...: cannot go through "
-                    f"{_shown(domain)}; it takes a list, a set, an object (its keys) or null")
-    bindings = env.bindings
-    missing = object()
-    saved = bindings.get(expr.var, missing)
-    want = expr.kind == "some"  # `some` stops at the first true, `all` at the first false
-    try:
-        for element in elements:
-            bindings[expr.var] = element
-            if _boolean(_eval(expr.body, env), expr.body, expr.kind) == want:
-                return want
-        return not want
-    finally:
-        if saved is missing:
-            bindings.pop(expr.var, None)
-        else:
-            bindings[expr.var] = saved
+_MISSING = object()
+
+
+def _quantifier(expr: Quantifier):
+    domain_of, body_of = compiled(expr.domain), compiled(expr.body)
+    var, kind, body = expr.var, expr.kind, expr.body
+    want = kind == "some"   # `some` stops at the first true, `all` at the first false
+
+    def quantifier(env):
+        domain = domain_of(env)
+        elements = _elements(domain)
+        if elements is None:
+            raise _fail(expr.domain, f"{kind} {var} in ...: cannot go through "
+                        f"{_shown(domain)}; it takes a list, a set, an object (its keys) "
+                        "or null")
+        bindings = env.bindings
+        saved = bindings.get(var, _MISSING)
+        try:
+            for element in elements:
+                bindings[var] = element
+                value = body_of(env)
+                if value is not True and value is not False:
+                    _boolean(value, body, kind)
+                if value == want:
+                    return want
+            return not want
+        finally:
+            if saved is _MISSING:
+                bindings.pop(var, None)
+            else:
+                bindings[var] = saved
+    return quantifier
 
 
 def _elements(value: object):
@@ -264,8 +316,12 @@ def _elements(value: object):
     return None
 
 
-def _call(expr: Call, env: _Env) -> object:
-    args = [_eval(arg, env) for arg in expr.args]
+def _call(expr: Call):
+    args_of = [compiled(arg) for arg in expr.args]
+    return lambda env: _apply(expr, [f(env) for f in args_of])
+
+
+def _apply(expr: Call, args: list) -> object:
     func = expr.func
     if func == "len":
         value = args[0]
@@ -304,5 +360,5 @@ def _call(expr: Call, env: _Env) -> object:
     return ordered[0] if func == "min" else ordered[-1]
 
 
-_DISPATCH = {Literal: _literal, ListExpr: _list, Name: _name, Field: _field, Index: _index,
-             Unary: _unary, Binary: _binary, Quantifier: _quantifier, Call: _call}
+_MAKE = {Literal: _literal, ListExpr: _list, Name: _name, Field: _field, Index: _index,
+         Unary: _unary, Binary: _binary, Quantifier: _quantifier, Call: _call}

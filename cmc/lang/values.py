@@ -110,8 +110,13 @@ class SetValue:
         return f"SetValue({list(self.items)!r})"
 
 
+_PLAIN = frozenset((int, str, bool, float, type(None)))   # equal to their own type by ==
+
+
 def equal(a: object, b: object) -> bool:
     """Deep equality without coercion: ``1 == "1"`` and ``true == 1`` are false."""
+    if type(a) is type(b) and type(a) in _PLAIN:
+        return a == b
     kind = _kind(a)
     if kind != _kind(b):
         return False
@@ -125,6 +130,8 @@ def equal(a: object, b: object) -> bool:
 def compare(a: object, b: object) -> int:
     """-1, 0 or 1. Numbers order with numbers, strings with strings, lists
     lexicographically by the same rule; anything else raises OrderError."""
+    if type(a) is type(b) and (type(a) is int or type(a) is str):
+        return (a > b) - (a < b)
     if is_number(a) and is_number(b) or isinstance(a, str) and isinstance(b, str):
         return (a > b) - (a < b)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
