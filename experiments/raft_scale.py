@@ -5,7 +5,8 @@ models/raft.model (three nodes, `budget fire 0`, `budget crash 1`) with its budg
 raised step by step, in the order below (each a superset of the one before); each
 configuration is checked with the command line, one way after another, and a way
 stops at its first configuration that does not finish within the limit (default
-600 s: cmc is stopped with SIGINT and its partial counts are printed). Ways: copying
+600 s: cmc is stopped with SIGINT and its partial counts are printed). The model's
+quiescent liveness property is left out: it is stated for the shipped budgets. Ways: copying
 (the default), replay (--no-fast), copying with two workers.
 
     python3 experiments/raft_scale.py [--limit S] [--ways fast,replay,workers2]
@@ -38,6 +39,9 @@ def model_copy(folder: str, crash: int, drop: int, fire: int) -> str:
     text = MODEL.read_text()
     text = re.sub(r"^budget fire \d+", f"budget fire {fire}", text, flags=re.M)
     text = re.sub(r"^budget crash \d+", f"budget crash {crash}", text, flags=re.M)
+    # the safety search's size: the liveness property is stated for the shipped budgets
+    # (no drop, no timeout: a dropped connect is never retried without a FIRE)
+    text = re.sub(r"^quiescent .*(\n[ \t]+.*)*", "", text, flags=re.M)
     if drop:
         text = text.replace(f"budget crash {crash}", f"budget crash {crash}\nbudget drop {drop}")
     path = os.path.join(folder, f"raft-c{crash}d{drop}f{fire}.model")

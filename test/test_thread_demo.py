@@ -138,7 +138,7 @@ def test_tlog_det_is_clean(tmp_path):
 # -- gokv: the same protocol in Go (demo/gokv), goroutines over the Go runtime's threads
 
 GOKV = MODELS / "gokv.model"
-GOKV_COUNTS = {"correct": (357, 208, 12), "bug": (77, 50, 5)}
+GOKV_COUNTS = {"correct": (430, 254, 13), "bug": (77, 50, 5)}
 needs_go = pytest.mark.skipif(not (BUILD / "gokv").exists(),
                               reason="demo/build/gokv is built only where Go is installed "
                                      "(Debian: golang-go; CI installs it)")

@@ -9,7 +9,10 @@
 //
 // The primary keeps one connection to the backup, shared by its connection
 // goroutines under a mutex, and forwards each PUT on it, waiting for the backup's
-// ACK. A time.Ticker redials the backup when that connection is down. Each node
+// ACK; a forward that finds the connection down or breaks is tried again on a new
+// one (forwardTries connections in all), and a PUT that still cannot be forwarded
+// closes the client's connection rather than leave it waiting. A time.Ticker also
+// redials the backup when that connection is down. Each node
 // keeps its log in the file "log" of its working directory, fsyncs every append and
 // reads the file back when it starts. A PUT of a value already in the log is
 // acknowledged without appending it again.
@@ -116,6 +119,11 @@ func (n *node) forward(v int) bool {
 func (n *node) dial() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.redial()
+}
+
+// redial opens the connection to the backup if it is down; with n.mu held.
+func (n *node) redial() {
 	if n.backup != nil {
 		return
 	}
@@ -124,7 +132,24 @@ func (n *node) dial() {
 	}
 }
 
-// put is the primary's PUT: the reply line, or "" for none (the backup is down).
+// forwardTries bounds the connections tried for one PUT, so that a checker that
+// crashes the backup again and again still has a finite search.
+const forwardTries = 3
+
+// replicate forwards v, on a new connection when the backup connection is down or
+// breaks; with n.mu held.
+func (n *node) replicate(v int) bool {
+	for try := 0; try < forwardTries; try++ {
+		n.redial()
+		if n.forward(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// put is the primary's PUT: the reply line, or "" for none (the backup cannot be
+// reached: the client's connection is closed).
 func (n *node) put(v int) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -143,7 +168,7 @@ func (n *node) put(v int) string {
 		}()
 		return fmt.Sprintf("ACK %d\n", v)
 	}
-	if !n.forward(v) {
+	if !n.replicate(v) {
 		return ""
 	}
 	if err := n.persist(v); err != nil {
@@ -180,10 +205,12 @@ func serve(c net.Conn, handle func(int) string) {
 		if _, err := fmt.Sscanf(line, "PUT %d", &v); err != nil {
 			continue
 		}
-		if reply := handle(v); reply != "" {
-			if _, err := c.Write([]byte(reply)); err != nil {
-				return
-			}
+		reply := handle(v)
+		if reply == "" {
+			return // not done: tell the client by closing, not by silence
+		}
+		if _, err := c.Write([]byte(reply)); err != nil {
+			return
 		}
 	}
 }
