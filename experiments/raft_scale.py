@@ -2,7 +2,7 @@
 """The largest raft configuration each way of searching finishes in a time limit.
 
 models/raft.model (three nodes, `budget fire 0`, `budget crash 1`) with its budgets
-raised step by step, in the order below (each a superset of the one before); each
+raised step by step, in the order below (growing budgets); each
 configuration is checked with the command line, one way after another, and a way
 stops at its first configuration that does not finish within the limit (default
 600 s: cmc is stopped with SIGTERM and its partial counts are printed). The model's

@@ -119,7 +119,8 @@ def run_and_end(tmp: pathlib.Path, mode: str, death: str, wrap: bool = False) ->
     args = ["--model-file", _model(tmp, long=death not in ("exit", "error"), wrap=wrap),
             *MODES[mode]]
     if death == "exit":
-        args += ["--max-depth", "6"]
+        # a process tree is replayed slowly (a shell's launch per world): fewer worlds
+        args += ["--max-depth", "4" if wrap else "6"]
     elif death == "error":
         args += ["--max-states", "60"]
     p = cmc(tmp, *args)
