@@ -192,3 +192,46 @@ def test_fast_copies_a_node_that_ends_by_itself(tmp_path):
     rc, out, fast = both_ways(TEST_MODELS / "journal-quit.model", tmp_path)
     assert rc == 0, out[-2000:]
     assert fast["copies"] > 0
+
+
+def test_a_copy_forks_only_the_nodes_a_step_runs(tmp_path):
+    """Issue 16: a copy of a world shares every node's process with the world it was
+    copied from (docs/design.md, "Copying a world"); a step forks the nodes it runs,
+    and the others stay the same processes in both worlds. In durlog's first world
+    the primary is blocked connecting to the backup: alice's CONNECT to the primary
+    only joins its backlog (no process runs), the primary's CONNECT to the backup runs
+    both (the backup accepts, the primary's connect returns)."""
+    from cmc.adapter import ClusterModel
+    from cmc.check import spec_for
+    from cmc.cli import parse_args
+    from cmc.lang import load_model
+    path = str(MODELS / "durlog.model")
+    model = load_model(path, {})
+    worlds = ClusterModel(spec_for(model, parse_args(["--model-file", path])),
+                          str(tmp_path), many=True)
+
+    def pids(w):
+        return {n.name: n.pid for n in w._c.nodes}
+
+    def connect(w, src, dst):
+        return next(a.key for a in w.actions() if a.fields["kind"] == "DELIVER" and
+                    (a.fields["src"], a.fields["dst"], a.fields["msg"]) == (src, dst, "CONNECT"))
+    try:
+        world = worlds.fresh()
+        first = pids(world)
+        copy = world.fork()
+        assert pids(copy) == first                      # lent, not forked
+        copy.apply(connect(copy, "alice", "primary"))
+        assert pids(copy) == first                      # nothing ran: nothing forked
+        copy.apply(connect(copy, "primary", "backup"))
+        assert set(pids(copy).values()) & set(first.values()) == set()   # both ran
+        assert pids(world) == first
+        for key in (connect(world, "alice", "primary"), connect(world, "primary", "backup")):
+            world.apply(key)
+        assert pids(world) == first                     # the last user takes them as they are
+        assert world.fingerprint() == copy.fingerprint()
+        copy.close()
+        world.close()
+        assert os.listdir(tmp_path) == []               # every directory went with them
+    finally:
+        worlds.close_all()

@@ -394,8 +394,12 @@ def own(node, keep_process: bool = True) -> None:
             node._forget_lent()
             raise ForkFailed(lease.spoilt) from None
         node._attach(child, lease.tap)
-    lease.notif = _again(lease.tap, lease.pid, held, node.name)   # the original's
-    node.rebind(_again(lease.tap, child, held, node.name))
+    try:
+        lease.notif = _again(lease.tap, lease.pid, held, node.name)   # the original's
+        node.rebind(_again(lease.tap, child, held, node.name))
+    except ForkFailed as e:
+        lease.spoilt = str(e)
+        raise
     plan, home = lease.plan
     _replace_fds(node, plan, lease.cwd)
     _move_home(node, home)
