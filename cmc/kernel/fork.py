@@ -4,7 +4,7 @@ A world is quiescent between actions: every live node process is held in one
 pending notification. `fork_world` copies cmc's record of it (network, sockets,
 held calls, clocks; closures that complete held calls included) and *lends* every
 node -- its processes and its directory -- to both worlds (`Lease`). A world takes a
-lent node before it runs it, crashes it or starts it again (`own`): the last world
+lent node before it runs it, crashes it or starts it again (`Lease.take`): the last world
 using the lease takes it as it is; otherwise
 
 - the held process is forked by injection (csrc: `cmc_fork_node`): the copy is a
@@ -289,7 +289,7 @@ class Lease:
     of every world that has not run the node since. `users`: how many records.
 
     While lent, nothing runs the processes or changes the directory: a world that
-    runs the node first takes it (`own`), by a fork while others use it, else
+    runs the node first takes it (`take`), by a fork while others use it, else
     (the last user) as it is. A directory found changed when next used was changed
     through a path a copy kept to it (`check`)."""
 
@@ -310,17 +310,80 @@ class Lease:
             raise reached_another_world()
 
     def take(self, node, keep_process: bool = True) -> None:
-        """node's record takes the lease (Node.own): see `own`."""
-        own(node, keep_process)
+        """Before node runs (or crashes, or starts again) in its world (Node.own). The
+        last user takes it as it is. Otherwise the directory is copied into this
+        world's root and, with `keep_process`, the process forked into it (without:
+        a CRASH, which needs only the directory; the process stays with the others)."""
+        if self.spoilt:
+            raise ForkFailed(self.spoilt)
+        self.check()
+        if self.users == 1:
+            self.users = 0
+            node.lease = None
+            node.root = self.root
+            if node.alive:
+                node._take_over(self.notif)
+            return
+        world = node.cluster.roots.make()
+        cwd = os.path.join(world, "nodes", os.path.basename(self.cwd))
+        fork = keep_process and node.alive
+        if fork:
+            if self.plan is None:
+                try:
+                    self.plan = (fd_plan(node), home_address(node))
+                except NotForkable as e:
+                    self.plan = e
+            if isinstance(self.plan, NotForkable):
+                raise self.plan
+            if len(cwd) != len(self.cwd):
+                raise NotForkable("the copy's directory would not be as long as the original's")
+        os.mkdir(world)
+        os.mkdir(os.path.dirname(cwd))
+        shutil.copytree(self.cwd, cwd, symlinks=True)
+        node.disk.rekey(self.cwd, cwd)       # the copy's page cache follows its files
+        self.users -= 1
+        node.lease = None
+        node.cwd = cwd
+        node.root = world
+        hold_root(world)
+        if not fork:
+            node._forget_lent()
+            return
+        held = self.notif
+        with interrupts_held():               # no process started and not recorded
+            try:
+                child = _native.fork_node(self.pid, self.tap.fd, held.id, cwd)
+            except OSError as e:
+                self.spoilt = (f"fork of node {node.name} (pid {self.pid}) failed: "
+                                f"{e.strerror}")
+                node._forget_lent()
+                raise ForkFailed(self.spoilt) from None
+            node._attach(child, self.tap)
+        try:
+            self.notif = _again(self.tap, self.pid, held, node.name)   # the original's
+            node.rebind(_again(self.tap, child, held, node.name))
+        except ForkFailed as e:
+            self.spoilt = str(e)
+            raise
+        plan, home = self.plan
+        _replace_fds(node, plan, self.cwd)
+        _move_home(node, home)
 
     def give_back(self, node) -> bool:
-        """node's record is done with the lease (Node.give_back): see `give_back`."""
-        return give_back(node)
+        """node's record is done with the lease (its world is closed). True when it was
+        the last user: the processes and the directory are then the record's, to end."""
+        node.lease = None
+        self.users -= 1
+        if self.users == 0:
+            node.root = self.root
+            return True
+        node._forget_lent()
+        return False
 
 
 def lend(node) -> Lease:
     """Make node's processes (and directory) a lease, this record its first user:
-    from now on they run only once taken by `own`."""
+    from now on they run only once taken (`Lease.take`)."""
     if node.lease is None:
         node.lease = Lease(node)
         node.root = None                 # the lease holds it
@@ -343,68 +406,6 @@ def forkable(node) -> None:
         raise NotForkable(f"node {node.name} is not held in a blocked call")
 
 
-def own(node, keep_process: bool = True) -> None:
-    """Before node runs (or crashes, or starts again) in this world: take its lease.
-    The last user takes it as it is. Otherwise the directory is copied into this
-    world's root and, with `keep_process`, the process forked into it (without:
-    a CRASH, which needs only the directory; the process stays with the others)."""
-    lease = node.lease
-    if lease.spoilt:
-        raise ForkFailed(lease.spoilt)
-    lease.check()
-    if lease.users == 1:
-        lease.users = 0
-        node.lease = None
-        node.root = lease.root
-        if node.alive:
-            node._take_over(lease.notif)
-        return
-    world = node.cluster.roots.make()
-    cwd = os.path.join(world, "nodes", os.path.basename(lease.cwd))
-    fork = keep_process and node.alive
-    if fork:
-        if lease.plan is None:
-            try:
-                lease.plan = (fd_plan(node), home_address(node))
-            except NotForkable as e:
-                lease.plan = e
-        if isinstance(lease.plan, NotForkable):
-            raise lease.plan
-        if len(cwd) != len(lease.cwd):
-            raise NotForkable("the copy's directory would not be as long as the original's")
-    os.mkdir(world)
-    os.mkdir(os.path.dirname(cwd))
-    shutil.copytree(lease.cwd, cwd, symlinks=True)
-    node.disk.rekey(lease.cwd, cwd)       # the copy's page cache follows its files
-    lease.users -= 1
-    node.lease = None
-    node.cwd = cwd
-    node.root = world
-    hold_root(world)
-    if not fork:
-        node._forget_lent()
-        return
-    held = lease.notif
-    with interrupts_held():               # no process started and not recorded
-        try:
-            child = _native.fork_node(lease.pid, lease.tap.fd, held.id, cwd)
-        except OSError as e:
-            lease.spoilt = (f"fork of node {node.name} (pid {lease.pid}) failed: "
-                            f"{e.strerror}")
-            node._forget_lent()
-            raise ForkFailed(lease.spoilt) from None
-        node._attach(child, lease.tap)
-    try:
-        lease.notif = _again(lease.tap, lease.pid, held, node.name)   # the original's
-        node.rebind(_again(lease.tap, child, held, node.name))
-    except ForkFailed as e:
-        lease.spoilt = str(e)
-        raise
-    plan, home = lease.plan
-    _replace_fds(node, plan, lease.cwd)
-    _move_home(node, home)
-
-
 def _again(tap, pid: int, held, name: str):
     """Process pid was made to issue its held call `held` again: the new notification."""
     notif = tap.recv_for(pid, REBIND_TIMEOUT_S)
@@ -414,25 +415,13 @@ def _again(tap, pid: int, held, name: str):
     return notif
 
 
-def give_back(node) -> bool:
-    """This record is done with node's lease (its world is closed). True when it was
-    the last user: the processes and the directory are then the record's, to end."""
-    lease, node.lease = node.lease, None
-    lease.users -= 1
-    if lease.users == 0:
-        node.root = lease.root
-        return True
-    node._forget_lent()
-    return False
-
-
 _BY_IDENTITY.update((Lease, Roots))
 
 
 def fork_world(cluster, root: str):
     """A copy of `cluster` (a quiescent world) working under directory `root`: its
     record copied, every node lent to both (nothing is forked until a world runs
-    the node, `own`). Raises NotForkable for a world a node of which could not be
+    the node, `Lease.take`). Raises NotForkable for a world a node of which could not be
     forked when it runs."""
     if cluster.own_root is None or len(root) != len(cluster.own_root):
         raise NotForkable("the copy's directory would not be as long as the original's")

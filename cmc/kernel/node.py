@@ -212,7 +212,7 @@ class Node(Tasks):
             self.lease.take(self, keep_process)
 
     def _take_over(self, notif) -> None:
-        """The lease's processes are this record's now (fork.own): watch their ends;
+        """The lease's processes are this record's now (Lease.take): watch their ends;
         `notif`: the one thread's held call as it now is (a fork moves it)."""
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
