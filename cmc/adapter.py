@@ -88,7 +88,7 @@ class _Tracked:
             return engine_action(self._c.apply(key))
         except (NotForkable, ForkFailed) as e:
             # A node this step runs is lent to other worlds and could not be forked
-            # (fork.own): the step is taken again on a replay.
+            # (fork.Lease.take): the step is taken again on a replay.
             raise CopyFailed(str(e)) from None
 
     def fingerprint(self):

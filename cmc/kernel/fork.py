@@ -142,11 +142,8 @@ def _fdinfo(pid: int, fd: int) -> dict[str, str]:
 
 def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
-    flags, pos, cloexec) or ("epoll", fd, cloexec). Raises NotForkable."""
-    if len(node.threads) > 1 or node.next_thread > 1:
-        raise NotForkable(f"node {node.name} has had threads")
-    if node.pending is None:
-        raise NotForkable(f"node {node.name} is not held in a blocked call")
+    flags, pos, cloexec) or ("epoll", fd, cloexec), for a node `forkable` let be lent.
+    Raises NotForkable."""
     pid, cwd = node.pid, node.cwd
     try:
         with open(f"/proc/{pid}/maps") as f:

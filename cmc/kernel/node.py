@@ -202,9 +202,6 @@ class Node(Tasks):
         state.pop("_poller", None)
         return state
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-
     def own(self, keep_process: bool = True) -> None:
         """Before the node runs, crashes or starts again here: take it from the
         worlds it is lent to (fork.Lease)."""
@@ -307,8 +304,6 @@ class Node(Tasks):
             except ProcessLookupError:
                 pass
         for pid in self.procs:
-            if pid <= 0:
-                continue                   # a copy's record, no process attached yet
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -323,7 +318,7 @@ class Node(Tasks):
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
-        others = [p for p in self.procs if p > 0 and p != self.pid] + self.reapable
+        others = [p for p in self.procs if p != self.pid] + self.reapable
         self.reapable = []
         self._detach()
         reap_orphans(others, self.cluster.watchdog_s)
