@@ -197,6 +197,24 @@ def _tell(e: CmcError) -> str:
     return str(e)
 
 
+def _after_interrupt(e: BaseException) -> bool:
+    """Whether e was raised while a Ctrl-C or SIGTERM was being handled."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__context__
+    return False
+
+
+def _interrupted():
+    sys.stdout.flush()
+    print("cmc: interrupted; every node process and temporary directory was removed.",
+          file=sys.stderr)
+    return EXIT_INTERRUPTED, "interrupted", "interrupted"
+
+
 def _end(program: bool, mask) -> None:
     """The program keeps Ctrl-C and SIGTERM held until it exits (the kernel drops
     them then): an interrupt after the run cannot turn the exit status into a kill.
@@ -229,14 +247,19 @@ def main(argv=None) -> int:
     except SystemExit as e:          # --help, --version
         _end(program, mask)
         return int(e.code or 0)
+    except Exception as e:
+        # An interrupt that landed inside a cleanup (a directory being removed, a
+        # file being closed) can come out as that cleanup's own error: it is still
+        # the interrupt.
+        if not (_after_interrupt(e) or isinstance(e, CmcError)):
+            raise
+        if _after_interrupt(e):
+            status, error, kind = _interrupted()
+        else:
+            error = _tell(e)
+            status, kind = e.exit_status, e.kind
     except KeyboardInterrupt:
-        sys.stdout.flush()
-        print("cmc: interrupted; every node process and temporary directory was removed.",
-              file=sys.stderr)
-        status, error, kind = EXIT_INTERRUPTED, "interrupted", "interrupted"
-    except CmcError as e:
-        error = _tell(e)
-        status, kind = e.exit_status, e.kind
+        status, error, kind = _interrupted()
     json_path = run.args.json if run.args is not None else _json_path(argv)
     if json_path:
         _write_json(json_path, run, status, error, kind)

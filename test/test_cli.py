@@ -213,3 +213,37 @@ def test_every_documented_error(tmp_path, monkeypatch):
             assert "Traceback" not in printed
     finally:
         signal.signal(signal.SIGTERM, handler)
+
+
+def test_an_interrupt_inside_a_cleanup_is_still_an_interrupt(tmp_path, monkeypatch):
+    """A Ctrl-C landing in shutil.rmtree's own cleanup comes out as OSError(EBADF)
+    raised while the KeyboardInterrupt was handled (seen in CI): still exit 130,
+    no traceback."""
+    import cmc.cli as cli
+
+    def interrupted_in_rmtree(args, run):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError(9, "Bad file descriptor")
+    monkeypatch.setattr(cli, "check", interrupted_in_rmtree)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.model").write_text("node a: true\n")
+    handler = signal.getsignal(signal.SIGTERM)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            got = cli.main(["--model-file", "m.model"])
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    assert got == 130
+    assert "interrupted" in err.getvalue() and "Traceback" not in err.getvalue()
+
+    def plain_oserror(args, run):
+        raise OSError(9, "Bad file descriptor")
+    monkeypatch.setattr(cli, "check", plain_oserror)
+    try:
+        with pytest.raises(OSError):
+            cli.main(["--model-file", "m.model"])
+    finally:
+        signal.signal(signal.SIGTERM, handler)
