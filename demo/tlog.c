@@ -112,13 +112,30 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
-/* One canonical JSON line, e.g. {"role":"primary","log":[7,8]}, in one write(2). */
+/* The PUTs client threads are replicating, in the order they took them up: which
+ * thread holds which value lives on the threads' stacks, and the order decides the
+ * order of the forwards after a reconnect, so it is part of the declared state. */
+static struct log inflight;
+
+static int put_list(char *out, size_t cap, const struct log *l)
+{
+    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        n += snprintf(out + n, cap - n, "%s%ld", i ? "," : "", l->v[i]);
+    return n;
+}
+
+/* One canonical JSON line in one write(2): on fd 3 {"role":"primary","log":[7,8],
+ * "inflight":[]}, on fd 193 {"role":"primary","log":[7,8]}. */
 static void emit_state(int fd, const struct log *l)
 {
-    static char line[64 + MAX_LOG * 22];   /* callers hold the log's mutex */
+    static char line[64 + 2 * MAX_LOG * 22];   /* callers hold the log's mutex */
     int n = snprintf(line, sizeof line, "{\"role\":\"%s\",\"log\":[", role);
-    for (int i = 0; i < l->n; i++)
-        n += snprintf(line + n, sizeof line - n, "%s%ld", i ? "," : "", l->v[i]);
+    n += put_list(line + n, sizeof line - n, l);
+    if (fd == STATE_FD) {
+        n += snprintf(line + n, sizeof line - n, "],\"inflight\":[");
+        n += put_list(line + n, sizeof line - n, &inflight);
+    }
     n += snprintf(line + n, sizeof line - n, "]}\n");
     write_all(fd, line, (size_t)n);   /* a lost state line must not stop the node */
 }
@@ -397,12 +414,33 @@ static int replicate(long v, int client, int *answered)
     return log_has(&acked, v);
 }
 
+static void inflight_done(long v)
+{
+    int j = 0;
+    for (int i = 0; i < inflight.n; i++)
+        if (inflight.v[i] != v)
+            inflight.v[j++] = inflight.v[i];
+    inflight.n = j;
+    emit_state(STATE_FD, &mem);
+}
+
+static int put_value(int fd, long v);
+
 /* 1 if c may go on, 0 if the client connection is to be closed. Under lock. */
 static int handle_put(int fd, long v)
 {
-    int answered = 0;
     if (log_has(&mem, v))             /* already committed: a retry */
         return answer(fd, v) == 0;
+    log_push(&inflight, v);
+    emit_state(STATE_FD, &mem);
+    int ok = put_value(fd, v);
+    inflight_done(v);
+    return ok;
+}
+
+static int put_value(int fd, long v)
+{
+    int answered = 0;
 #ifdef BUG
     remember(v);                      /* BUG: in the log before it is durable anywhere */
     replicate(v, fd, &answered);      /* acknowledges once forwarded; keep v regardless */

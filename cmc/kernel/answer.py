@@ -32,3 +32,7 @@ class Block:
     on_fire: Callable[[], object] | None = None
     what: str = ""
     cancel: Callable[[], None] | None = None   # undo what waiting did (a signal ended it)
+    # A futex wait: its place in the queue (threads.Futexes), which decides which
+    # waiter a wake takes and the order woken waiters run in.
+    waiter: object = None
+    queue: object = None

@@ -80,7 +80,7 @@ class Tasks:
                 return
             if not self._gather():
                 return
-            outcome = self._runnable()
+            outcome = self._runnable(outcome[0] if outcome is not None else None)
             if outcome is None:
                 return
 
@@ -236,12 +236,21 @@ class Tasks:
         if t.ctid:
             self.shared_futexes.wake(t.ctid, 1)     # the kernel's wake is a shared one
 
-    def _runnable(self):
-        """The next thread to run and the answer to its call, or None: in creation
-        order, the first whose call (dispatched now if it just arrived) completes;
-        a thread that gave way (sched_yield) only when no other can run, the one
-        that gave way first, first."""
+    def _runnable(self, last: Thread | None = None):
+        """The next thread to run and the answer to its call, or None. The thread
+        that ran last (`last`) goes on while its calls complete: threads switch only
+        when the running one blocks (so a thread that wakes another and then waits
+        itself is queued first, as on a kernel that does not preempt it). Then, in
+        creation order, the first whose call (dispatched now if it just arrived)
+        completes; a thread that gave way (sched_yield) only when no other can run,
+        the one that gave way first, first."""
         dispatch = self.cluster.dispatch
+        if (last is not None and self.threads.get(last.tid) is last and last.notif is not None
+                and last.block is None and not last.yielded):
+            result = dispatch(last.proc, last.notif)
+            if not isinstance(result, Block):
+                return last, result
+            last.block = result
         held = [t for t in self.threads.values() if t.notif is not None]
         for t in held:
             if t.block is None:
@@ -255,12 +264,25 @@ class Tasks:
             if done is None and t.block.timeout_ns == 0:
                 done = t.block.on_fire()
             if done is not None:
+                if t.block.waiter is not None and t.block.waiter.woken:
+                    return self._first_woken(held)
                 return t, done
         gave_way = [t for t in held if t.yielded]
         if gave_way:
             t = min(gave_way, key=lambda t: t.yielded)
             return t, t.block.attempt()
         return None
+
+    @staticmethod
+    def _first_woken(held):
+        """Of the threads a futex wake let go, the one woken first: waiters that one
+        broadcast woke run in the order they waited, as the kernel's queue hands
+        them the lock (not in thread order, which would make the order of what they
+        do next depend on which thread took which job: --check-merges, demo/tlog)."""
+        woken = [t for t in held if t.block is not None and not t.yielded
+                 and t.block.waiter is not None and t.block.waiter.woken]
+        t = min(woken, key=lambda t: t.block.waiter.woken)
+        return t, t.block.attempt()
 
     def thread_of(self, tid: int) -> Thread | None:
         return self.threads.get(tid)
@@ -524,11 +546,23 @@ def reap_orphans(pids: list[int], timeout_s: float) -> None:
 
 
 def _blocked_on(t: Thread) -> tuple:
-    """What a thread's held call waits on, when it is a call on a virtual socket of a
-    connection or a listener: that connection's or listener's address, so that two
-    worlds in which threads wait on the same sockets the other way round (one
-    thread per connection, connections accepted in another order) are two worlds,
-    not one (--check-merges found it in demo/tlog). Empty otherwise."""
+    """What a thread's held call waits on: for a futex wait, its place in the
+    queue; for a call on a virtual socket of a connection or a listener, that
+    connection's or listener's address, so that two worlds in which threads wait on
+    the same sockets the other way round (one thread per connection, connections
+    accepted in another order) are two worlds, not one (--check-merges found it in
+    demo/tlog). Empty otherwise."""
+    if t.block is not None and t.block.waiter is not None:
+        # Which word a futex waiter waits on (named by its rank among the words
+        # waited on, not by its address, which --det's shifted stack would move)
+        # and its place among that word's waiters (a wake takes the first): two
+        # worlds that differ in either are two worlds (--check-merges, demo/tlog).
+        w = t.block.waiter
+        waiters = t.block.queue.waiters
+        words = sorted({x.addr for x in waiters})
+        same = [x for x in waiters if x.addr == w.addr]
+        return next((("queued", words.index(w.addr), i) for i, x in enumerate(same)
+                     if x is w), ())
     notif = t.notif
     if notif is None or notif.nr not in _ON_FD:
         return ()

@@ -171,7 +171,7 @@ def sys_futex(call):
             futexes.leave(waiter)
             return Err(errno.ETIMEDOUT)
         return Block(woken, timeout, timed_out if timeout is not None else None, "futex",
-                     cancel=lambda: futexes.leave(waiter))
+                     cancel=lambda: futexes.leave(waiter), waiter=waiter, queue=futexes)
     if cmd in (FUTEX_WAKE, FUTEX_WAKE_BITSET):
         bitset = BITSET_ANY if cmd == FUTEX_WAKE else args[5] & 0xFFFFFFFF
         if bitset == 0:

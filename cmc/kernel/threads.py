@@ -29,6 +29,7 @@ process's; a handler sees the node through the process that made the call.
 """
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, field
 
@@ -61,13 +62,16 @@ class Thread:
     yielded: int = 0            # its call is sched_yield (the how-manyth): others first
 
 
+_WAKES = itertools.count(1)     # only the order of two wakes is ever compared
+
+
 @dataclass
 class Waiter:
     """A thread in an emulated futex wait."""
     addr: int
     bitset: int
     thread: int                 # index
-    woken: bool = False
+    woken: int = 0              # when woken: the how-manyth wake of the node's run (> 0)
 
 
 @dataclass
@@ -91,7 +95,7 @@ class Futexes:
             if woken >= n:
                 break
             if w.addr == addr and w.bitset & bitset:
-                w.woken = True
+                w.woken = next(_WAKES)
                 self.waiters.remove(w)
                 woken += 1
         return woken
