@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from conftest import DROP, PROGS, ROOT, cmc, counter, run_cmc
+from conftest import DROP, PROGS, ROOT, cmc, counter, counts, run_cmc
 
 
 
@@ -247,3 +247,30 @@ def test_an_interrupt_inside_a_cleanup_is_still_an_interrupt(tmp_path, monkeypat
             cli.main(["--model-file", "m.model"])
     finally:
         signal.signal(signal.SIGTERM, handler)
+
+
+def test_model_dir_names_a_script_beside_the_model(tmp_path):
+    """SPEC §9.6: {model_dir} is the model file's folder, absolute, whatever the
+    working directory (one with a space in its name stays one word), with the same
+    search as the model that names the script by a relative path."""
+    import os
+    import shutil
+    import sys
+    folder = tmp_path / "my models"
+    folder.mkdir()
+    shutil.copy(ROOT / "test" / "progs" / "pynode.py", folder / "pynode.py")
+    text = (ROOT / "test" / "models" / "pynode.model").read_text()
+    assert text.count('"../progs/pynode.py ') == 2
+    (folder / "m.model").write_text(text.replace('"../progs/pynode.py ',
+                                                 '"{model_dir}/pynode.py '))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    beside = run_cmc("--model-file", folder / "m.model", "--max-depth", "5",
+                     cwd=elsewhere, env=env)
+    relative = run_cmc("--model-file", ROOT / "test" / "models" / "pynode.model",
+                       "--max-depth", "5", cwd=elsewhere, env=env)
+    # five states deep: the witness is not reached yet (exit 1), the same both ways
+    assert beside.returncode == relative.returncode == 1, beside.stdout[-3000:] + beside.stderr
+    assert "Error: Witness all_answered was never reached." in beside.stdout
+    assert counts(beside.stdout) == counts(relative.stdout) == (33, 20, 5)

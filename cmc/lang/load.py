@@ -78,6 +78,10 @@ def _suggest(word: str, choices) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+# SPEC §9.6: {model_dir} in a command is the model file's folder, absolute.
+MODEL_DIR = "model_dir"
+
+
 class _Assembler:
     def __init__(self, source: Source, defines: dict[str, str]):
         self.source = source
@@ -147,12 +151,19 @@ class _Assembler:
             if stmt.name in WORLD_NAMES or stmt.name in FUNCTIONS or stmt.name in KEYWORDS:
                 raise error_at(stmt.name_loc, f"{stmt.name} cannot be a param's name: the "
                                "expression language already uses it")
+            if stmt.name == MODEL_DIR:
+                raise error_at(stmt.name_loc, f"{MODEL_DIR} cannot be a param's name: it is "
+                               "built in ({model_dir} is the model file's folder)")
             if stmt.name in declared:
                 raise error_at(stmt.name_loc, f"param {stmt.name} is declared twice "
                                f"({_first_at(declared[stmt.name].name_loc)})")
             declared[stmt.name] = stmt
         values = {name: stmt.value for name, stmt in declared.items()}
         for name, text in self.defines.items():
+            if name == MODEL_DIR:
+                raise ModelError(f"-D {MODEL_DIR}: {{{MODEL_DIR}}} is built in (the absolute "
+                                 "path of the model file's folder); -D cannot change it",
+                                 self.source.file)
             if name not in declared:
                 known = ", ".join(declared) if declared else "none"
                 raise ModelError(f"-D {name}: the model has no param {name} (its params: "
@@ -168,11 +179,14 @@ class _Assembler:
             name = match.group(1)
             if name is None:
                 out.append(match.group(0)[0])
+            elif name == MODEL_DIR:
+                # quoted for the shell-like split only where the path needs it (a space)
+                out.append(shlex.quote(self.folder))
             elif name in self.params:
                 out.append(_as_text(self.params[name]))
             else:
                 raise error_at(text.loc_of(match.start()), f"unknown param {{{name}}} in the "
-                               f"{what}{_suggest(name, self.params)} (write {{{{ and }}}} "
+                               f"{what}{_suggest(name, [*self.params, MODEL_DIR])} (write {{{{ and }}}} "
                                "for literal braces)")
             done = match.end()
         out.append(text.value[done:])
