@@ -262,6 +262,7 @@ def main(argv=None) -> int:
         # file being closed) can come out as that cleanup's own error: it is still
         # the interrupt.
         if not (_after_interrupt(e) or isinstance(e, CmcError)):
+            _end(program, mask)      # a caller in-process gets its signal mask back
             raise
         if _after_interrupt(e):
             status, error, kind = _interrupted()

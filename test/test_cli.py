@@ -247,6 +247,9 @@ def test_an_interrupt_inside_a_cleanup_is_still_an_interrupt(tmp_path, monkeypat
             cli.main(["--model-file", "m.model"])
     finally:
         signal.signal(signal.SIGTERM, handler)
+    # an error that escapes gives the caller its signal mask back (the tests that
+    # follow start programs that must see Ctrl-C and SIGTERM)
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, []) & {signal.SIGINT, signal.SIGTERM}
 
 
 def test_model_dir_names_a_script_beside_the_model(tmp_path):
