@@ -249,7 +249,10 @@ def test_live_display_leaves_exactly_tlc_lines(monkeypatch, verdict):
     assert "distinct states" in live and "Progress(" not in live
 
 
-def test_live_display_shows_the_counts_and_refreshes_at_most_4_times_a_second():
+def test_live_display_shows_the_counts_and_refreshes_at_most_4_times_a_second(monkeypatch):
+    # a terminal that can redraw (under TERM=dumb cmc picks the plain reporter, and
+    # rich would not redraw either)
+    monkeypatch.setenv("TERM", "xterm-256color")
     reporter = LiveReporter(Terminal())
     reporter.start()
     reporter.initial(Stats(generated=1, distinct=1, queue=1, depth=1))
