@@ -261,14 +261,14 @@ def main(argv=None) -> int:
         # An interrupt that landed inside a cleanup (a directory being removed, a
         # file being closed) can come out as that cleanup's own error: it is still
         # the interrupt.
-        if not (_after_interrupt(e) or isinstance(e, CmcError)):
-            _end(program, mask)      # a caller in-process gets its signal mask back
-            raise
         if _after_interrupt(e):
             status, error, kind = _interrupted()
-        else:
+        elif isinstance(e, CmcError):
             error = _tell(e)
             status, kind = e.exit_status, e.kind
+        else:
+            _end(program, mask)      # a caller in-process gets its signal mask back
+            raise
     except KeyboardInterrupt:
         status, error, kind = _interrupted()
     json_path = run.args.json if run.args is not None else _json_path(argv)

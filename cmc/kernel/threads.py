@@ -71,7 +71,7 @@ class Waiter:
     addr: int
     bitset: int
     thread: int                 # index
-    woken: int = 0              # when woken: the how-manyth wake of the node's run (> 0)
+    woken: int = 0              # when woken: a number every wake makes larger (> 0)
 
 
 @dataclass
