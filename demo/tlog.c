@@ -424,20 +424,7 @@ static void inflight_done(long v)
     emit_state(STATE_FD, &mem);
 }
 
-static int put_value(int fd, long v);
-
-/* 1 if c may go on, 0 if the client connection is to be closed. Under lock. */
-static int handle_put(int fd, long v)
-{
-    if (log_has(&mem, v))             /* already committed: a retry */
-        return answer(fd, v) == 0;
-    log_push(&inflight, v);
-    emit_state(STATE_FD, &mem);
-    int ok = put_value(fd, v);
-    inflight_done(v);
-    return ok;
-}
-
+/* Replicate PUT v, keep it, answer the client; 1 if c may go on. Under lock. */
 static int put_value(int fd, long v)
 {
     int answered = 0;
@@ -455,6 +442,18 @@ static int put_value(int fd, long v)
     if (!answered)
         return answer(fd, v) == 0;
     return 1;
+}
+
+/* 1 if c may go on, 0 if the client connection is to be closed. Under lock. */
+static int handle_put(int fd, long v)
+{
+    if (log_has(&mem, v))             /* already committed: a retry */
+        return answer(fd, v) == 0;
+    log_push(&inflight, v);
+    emit_state(STATE_FD, &mem);
+    int ok = put_value(fd, v);
+    inflight_done(v);
+    return ok;
 }
 
 static int handle_request(int fd, const char *line)

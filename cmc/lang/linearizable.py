@@ -36,7 +36,6 @@ class Op:
     invoke: float
     complete: float | None      # None: pending
     client: str = ""
-    index: int = 0              # where it is in the history (for reports)
 
 
 class _Entry:
