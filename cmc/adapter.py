@@ -22,7 +22,8 @@ from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec
 from .kernel.fork import ForkFailed, NotForkable, Roots
-from .lang import EvaluationError, check_property, reply_record
+from .lang import (EvaluationError, check_property, history_rows, history_violations,
+                   reply_record)
 
 
 def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
@@ -39,6 +40,7 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
         disk=model.disk,
         channel_cap=channel_cap,
         watchdog_s=watchdog_s,
+        history=any(p.kind == "linearizable" for p in model.properties),
     )
 
 
@@ -57,7 +59,8 @@ class PropertyEvaluationError(ModelError):
 
 
 def engine_properties(model) -> list[Property]:
-    """The model's properties as the engine checks them, on the kernel's world views."""
+    """The model's properties as the engine checks them, on the kernel's world views;
+    a linearizable property on the history in them, which a report shows (`detail`)."""
     def checker(p):
         def check(view, next_view):
             try:
@@ -65,7 +68,13 @@ def engine_properties(model) -> list[Property]:
             except EvaluationError as err:
                 raise PropertyEvaluationError(err, view, next_view) from None
         return check
-    return [Property(p.kind, p.name, checker(p)) for p in model.properties]
+    def linearizable(view, next_view):
+        return not history_violations(model, view)
+
+    def history(view):
+        return history_rows(model, view)
+    return [Property(p.kind, p.name, linearizable, history) if p.kind == "linearizable"
+            else Property(p.kind, p.name, checker(p)) for p in model.properties]
 
 
 def engine_action(a) -> Action:

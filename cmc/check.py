@@ -227,7 +227,9 @@ def write_report_page(path: str, model, outcome, steps, reporter) -> None:
     report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind,
                                prop_name=prop.name, message=message, steps=steps,
                                clients=[c.name for c in model.clients],
-                               verdict=outcome.verdict)
+                               verdict=outcome.verdict,
+                               history=prop.detail(steps[-1].view)
+                               if prop.detail is not None and steps else None)
     try:
         write_html(path, report)
     except OSError as err:

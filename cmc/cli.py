@@ -26,8 +26,8 @@ EXIT_INTERRUPTED = 130
 
 # TLC's ExitStatus (tlc2/output/EC.java): VIOLATION_SAFETY 12, VIOLATION_LIVENESS 13,
 # ERROR_SPEC_PARSE 150, ERROR_CONFIG_PARSE 151, ERROR 255.
-TLC_VIOLATION = {"invariant": 12, "quiescent": 12, "action": 13, "eventually": 13,
-                 "witness": 255}
+TLC_VIOLATION = {"invariant": 12, "quiescent": 12, "linearizable": 12, "action": 13,
+                 "eventually": 13, "witness": 255}
 
 
 def tlc_status(status: int, kind: str | None = None, load_error: bool = False) -> int:

@@ -72,7 +72,7 @@ while read -r demo model prop prog; do
         seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 
         got="exit $status"
-        violated=$(sed -n -E 's/^Error: (Invariant|Action property|Quiescent property|Temporal property) ([A-Za-z_0-9]+) (is|was) violated\.$/\2/p; s/^Error: Witness ([A-Za-z_0-9]+) was never reached\.$/\1/p' "$tmp/out" | head -n 1)
+        violated=$(sed -n -E 's/^Error: (Invariant|Action property|Quiescent property|Temporal property|Linearizability property) ([A-Za-z_0-9]+) (is|was) violated\.$/\2/p; s/^Error: Witness ([A-Za-z_0-9]+) was never reached\.$/\1/p' "$tmp/out" | head -n 1)
         [ -n "$violated" ] && got="$got: $violated"
         if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
             err=$(grep -m 1 '^Error:' "$tmp/out" || tail -n 1 "$tmp/err")

@@ -75,11 +75,19 @@ class Model(Protocol):
     def fresh(self, shift: int = 0) -> System: ...
 
 
+# Kinds checked on every world as it is found, and violated by the first world that
+# fails them (a linearizable property is an invariant of the clients' history).
+INVARIANT_KINDS = ("invariant", "linearizable")
+
+
 @dataclass(frozen=True)
 class Property:
-    kind: str               # invariant, witness, quiescent, action or eventually (SPEC §4)
-    name: str
+    kind: str               # invariant, witness, quiescent, action, eventually or
+    name: str               # linearizable (SPEC §4, §9.4)
     check: Callable         # (view, next_view | None) -> bool
+    # What a report shows of a violation after its trace, from the last world's view
+    # (a linearizable property: the history); opaque to the engine.
+    detail: Callable | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass

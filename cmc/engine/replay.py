@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from .model import CopyFailed, Model, Step, System
+from .model import INVARIANT_KINDS, CopyFailed, Model, Step, System
 
 
 class Nondeterminism(Exception):
@@ -181,7 +181,7 @@ def violated_at_end(model: Model, prop, keys: list[tuple], steps: list[Step], ac
     """Whether a replayed behavior (`steps`, reached by `keys`, with `actions` enabled
     at its last world) still violates `prop` the way a search reported it."""
     last = steps[-1].view
-    if prop.kind == "invariant":
+    if prop.kind in INVARIANT_KINDS:
         return not prop.check(last, None)
     if prop.kind == "action":
         return len(steps) > 1 and not prop.check(steps[-2].view, last)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 
 from .liveness import LOOPED, FairWalker, LiveFailure
-from .model import EngineLimit, Model, Outcome, Property, Reporter, Stats, Step
+from .model import (INVARIANT_KINDS, EngineLimit, Model, Outcome, Property, Reporter, Stats,
+                    Step)
 from .replay import explained, recheck, recheck_initial, replay, take_step
 
 DEFAULT_LIVE_STEPS = 100
@@ -40,7 +41,8 @@ class Search:
         self.max_depth = max_depth
         self.max_states = max_states
         self.det = det
-        self.state_props = [p for p in self.props if p.kind in ("invariant", "witness")]
+        self.state_props = [p for p in self.props
+                            if p.kind in INVARIANT_KINDS or p.kind == "witness"]
         self.transition_props = [p for p in self.props if p.kind == "action"]
         self.quiescent_props = [p for p in self.props if p.kind == "quiescent"]
         self.live = FairWalker([p for p in self.props if p.kind == "eventually"], live_steps)
@@ -156,7 +158,7 @@ class Search:
     def check_state(self, fp: bytes, view: dict) -> Property | None:
         """Invariants and witnesses of a newly found world; the first violated."""
         for p in self.state_props:
-            if p.kind == "invariant":
+            if p.kind in INVARIANT_KINDS:
                 if not p.check(view, None):
                     return p
             elif p.name not in self.witnessed and p.check(view, None):

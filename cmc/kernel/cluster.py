@@ -53,6 +53,7 @@ class ClusterSpec:
     disk: str = "fsync"     # the page cache of the nodes' files (disk.py)
     channel_cap: int = 64
     watchdog_s: float = 10.0
+    history: bool = False   # keep the clients' operations (SPEC §9.4), in the view
 
 
 class Client:
@@ -68,6 +69,7 @@ class Client:
         self.last_req = ""
         self.finished = False
         self.linebuf = bytearray()
+        self.open_op: int | None = None    # its request in flight, as a history entry
 
 
 class Cluster:
@@ -90,6 +92,12 @@ class Cluster:
         self.clients = [Client(i, c) for i, c in enumerate(spec.clients)]
         self.budgets = dict(spec.budgets)
         self.replies: list[dict] = []
+        # With spec.history: every request a client put in flight, with the event
+        # numbers (one sequence for invokes and completes) and the states at which it
+        # was invoked and answered (SPEC §9.4). Not in the fingerprint: it follows
+        # from what is (the replies in their order and each client's next request).
+        self.history: list[dict] = []
+        self.events = 0
         self.step = 0
         self.step_label = "launch"
         self._ports = [40000 + 1000 * i for i in range(len(self.nodes))]
@@ -180,6 +188,11 @@ class Cluster:
             record = self.spec.reply_record(client.name, conn.b.owner, len(self.replies),
                                             client.last_req, raw)
             self.replies.append(record)
+            if client.open_op is not None:
+                op, client.open_op = self.history[client.open_op], None
+                self.events += 1
+                op.update(complete=self.events, completed=self.step + 1,
+                          reply=len(self.replies) - 1)
             self._client_send_next(client)
 
     def _client_send_next(self, client: Client) -> None:
@@ -188,6 +201,13 @@ class Cluster:
         req = client.spec.requests[client.next_req]
         client.next_req += 1
         client.last_req = req.decode("utf-8", errors="replace").rstrip("\r\n")
+        if self.spec.history:
+            self.events += 1
+            client.open_op = len(self.history)
+            self.history.append({"client": client.name, "index": client.next_req - 1,
+                                 "req": client.last_req, "invoke": self.events,
+                                 "invoked": self.step + 1, "complete": None,
+                                 "completed": None, "reply": None})
         self.net.send(client.conn, 0, Msg(DATA, req))
 
     def process_exited(self, proc) -> None:
@@ -588,4 +608,5 @@ class Cluster:
             "network": self.network_view(),
             "params": dict(self.spec.params),
             "node_names": [n.name for n in self.nodes],
+            **({"history": [dict(op) for op in self.history]} if self.spec.history else {}),
         }

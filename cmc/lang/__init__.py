@@ -4,14 +4,17 @@ properties on worlds. Imports nothing of cmc but cmc.errors: no Linux, no search
     model = load_model(path, defines)          # ModelError on any problem in the file
     check_binaries(model)                      # after the build step
     check_property(prop, world, next_world)    # -> bool, or EvaluationError
+    history_violations(model, world)           # linearizable: the keys that fail
 """
 from cmc.lang.ast import (BuildDecl, ClientDecl, Expr, Loc, Model, NodeDecl, Property,
                           ReplyDecl, unparse)
 from cmc.lang.evaluate import EvaluationError, check_property, evaluate
+from cmc.lang.history import history_rows, history_violations
 from cmc.lang.load import check_binaries, load_model, reply_record
 
 __all__ = [
     "BuildDecl", "ClientDecl", "EvaluationError", "Expr", "Loc", "Model", "NodeDecl",
-    "Property", "ReplyDecl", "check_binaries", "check_property", "evaluate", "load_model",
+    "Property", "ReplyDecl", "check_binaries", "check_property", "evaluate", "history_rows",
+    "history_violations", "load_model",
     "reply_record", "unparse",
 ]

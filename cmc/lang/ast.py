@@ -69,6 +69,18 @@ class ReplyDecl:
     loc: Loc
 
 
+@dataclass(frozen=True)
+class OpDecl:
+    """``op read|write /REGEX/`` (SPEC §9.4): the client requests whose whole text the
+    regex matches are reads or writes of the key-value store a ``linearizable``
+    property checks; group ``key`` names the key (none: the one register), a write's
+    group ``val`` the value written. ``loc`` is the kind (read or write)."""
+
+    kind: str
+    regex: re.Pattern[str]
+    loc: Loc
+
+
 # --- expressions ---------------------------------------------------------------------
 # ``loc`` is where the expression starts, except for operators (Binary, Unary), which
 # are located at their operator: that is what a caret should point at when the operator
@@ -159,16 +171,18 @@ class Quantifier:
 
 Expr = Union[Literal, ListExpr, Name, Field, Index, Call, Unary, Binary, Quantifier]
 
-PROPERTY_KINDS = ("invariant", "witness", "quiescent", "action", "eventually")
+PROPERTY_KINDS = ("invariant", "witness", "quiescent", "action", "eventually", "linearizable")
 
 
 @dataclass(frozen=True)
 class Property:
-    """A named property of one of PROPERTY_KINDS. ``loc`` is the property's name."""
+    """A named property of one of PROPERTY_KINDS. ``loc`` is the property's name.
+    A ``linearizable`` property has no expression (``expr`` None): it is checked on
+    the history of the model's ``op`` lines."""
 
     kind: str
     name: str
-    expr: Expr
+    expr: Expr | None
     loc: Loc
 
 
@@ -190,6 +204,7 @@ class Model:
     budgets: dict[str, int | None]
     properties: tuple[Property, ...]
     disk: str = "fsync"         # fsync | fsync partial | strict | off (SPEC §9.3)
+    ops: tuple[OpDecl, ...] = ()    # op lines, in declaration order (SPEC §9.4)
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -17,9 +17,10 @@ import shutil
 from cmc.errors import ModelError
 from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
                           ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc, Model,
-                          Name, NodeDecl, Property, Quantifier, ReplyDecl, Unary, error_at)
+                          Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, Unary,
+                          error_at)
 from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, NetworkStmt, NodeStmt,
-                             ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
+                             OpStmt, ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
                              parse_source)
 
 NETWORKS = ("fifo", "bag")
@@ -97,7 +98,7 @@ class _Assembler:
         budget_lines: dict[str, Loc] = {}
         property_lines: dict[str, Loc] = {}
         build, reply, network, disk = None, None, "fifo", DISKS[0]
-        nodes, clients, properties = [], [], []
+        nodes, clients, properties, ops = [], [], [], []
         budgets = dict(BUDGET_DEFAULTS)
         for stmt in statements:
             if stmt.keyword in ("build", "reply", "network", "disk"):
@@ -130,6 +131,8 @@ class _Assembler:
                 disk = _disk(stmt)
             elif isinstance(stmt, BudgetStmt):
                 budgets[stmt.kind] = self.budget(stmt, budget_lines)
+            elif isinstance(stmt, OpStmt):
+                ops.append(_op(stmt))
             elif isinstance(stmt, PropertyStmt):
                 if stmt.name in property_lines:
                     raise error_at(stmt.name_loc, f"property {stmt.name} is declared twice "
@@ -139,9 +142,10 @@ class _Assembler:
         if not nodes:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
+        _check_history(properties, ops, reply)
         return Model(self.path, self.folder, self.source.text, self.params, build,
                      tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties),
-                     disk)
+                     disk, tuple(ops))
 
     # params and -D
 
@@ -237,6 +241,8 @@ class _Assembler:
         return stmt.value
 
     def property(self, stmt: PropertyStmt) -> Property:
+        if stmt.expr is None:               # linearizable NAME
+            return Property(stmt.keyword, stmt.name, None, stmt.name_loc)
         try:
             _check_names(stmt.expr, stmt.keyword, self.params, frozenset())
         except RecursionError:
@@ -313,6 +319,42 @@ def _reply(stmt: ReplyStmt) -> ReplyDecl:
                            f"the regex group {group} would hide the record's own field "
                            f"{group} (the fields are {', '.join(RECORD_FIELDS)}); rename it")
     return ReplyDecl(stmt.regex, stmt.regex_loc)
+
+
+OP_KINDS = ("read", "write")
+OP_GROUPS = ("key", "val")
+
+
+def _op(stmt: OpStmt) -> OpDecl:
+    if stmt.kind not in OP_KINDS:
+        raise error_at(stmt.kind_loc, f"unknown op kind {stmt.kind}{_suggest(stmt.kind, OP_KINDS)}"
+                       ": an op line is  op read /REGEX/  or  op write /REGEX/")
+    groups = stmt.regex.groupindex
+    if stmt.kind == "write" and "val" not in groups:
+        raise error_at(stmt.regex_loc, "a write's regex needs a group named val, the value "
+                       r"written, as in /SET (?P<key>\S+) (?P<val>\S+)/")
+    if stmt.kind == "read" and "val" in groups:
+        raise error_at(stmt.group_locs.get("val", stmt.regex_loc), "a read's value is the "
+                       "val field of its reply (the reply line's group val), not a group "
+                       "of its request: rename this group")
+    return OpDecl(stmt.kind, stmt.regex, stmt.kind_loc)
+
+
+def _check_history(properties: list[Property], ops: list[OpDecl],
+                   reply: ReplyDecl | None) -> None:
+    """A linearizable property needs op lines, and reads need a reply with a val."""
+    checked = [p for p in properties if p.kind == "linearizable"]
+    if checked and not ops:
+        raise error_at(checked[0].loc, f"linearizable {checked[0].name} checks the history "
+                       "of the requests that op lines classify, and this model has none: "
+                       r"add lines like  op write /SET (?P<key>\S+) (?P<val>\S+)/  and  "
+                       r"op read /GET (?P<key>\S+)/")
+    reads = [op for op in ops if op.kind == "read"]
+    if checked and reads and (reply is None or "val" not in reply.regex.groupindex):
+        raise error_at(reads[0].loc, "a read's value is the val field of its reply record, "
+                       "and " + ("this model has no reply line" if reply is None else
+                                 "the reply line's regex has no group val") +
+                       r": add one, as in  reply /VALUE (?P<val>\S+)/")
 
 
 def _check_names(expr: Expr, kind: str, params: dict, bound: frozenset) -> None:

@@ -33,7 +33,8 @@ from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, L
                           Quantifier, Unary, error_at)
 
 STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "budget",
-                      "invariant", "witness", "quiescent", "action", "eventually")
+                      "invariant", "witness", "quiescent", "action", "eventually", "op",
+                      "linearizable")
 
 
 # --- located source ------------------------------------------------------------------
@@ -144,7 +145,16 @@ class BudgetStmt(Statement):
 class PropertyStmt(Statement):
     name: str
     name_loc: Loc
-    expr: Expr
+    expr: Expr | None           # None: linearizable
+
+
+@dataclass(frozen=True)
+class OpStmt(Statement):
+    kind: str
+    kind_loc: Loc
+    regex: re.Pattern[str]
+    regex_loc: Loc
+    group_locs: dict[str, Loc]
 
 
 # --- lark ----------------------------------------------------------------------------
@@ -460,6 +470,14 @@ class _Builder:
         if value[0].type == "MINUS":
             number = -number
         return BudgetStmt(*head, kind.value, self.at(kind), number, self.at(value[0]))
+
+    def op_stmt(self, head, children) -> OpStmt:
+        kind, regex = children
+        pattern, group_locs = decode_regex(regex, self.source)
+        return OpStmt(*head, kind.value, self.at(kind), pattern, self.at(regex), group_locs)
+
+    def linearizable_stmt(self, head, children) -> PropertyStmt:
+        return PropertyStmt(*head, children[0].value, self.at(children[0]), None)
 
     def property_stmt(self, head, children) -> PropertyStmt:
         name, _colon, expr = children

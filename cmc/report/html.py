@@ -19,11 +19,13 @@ import re
 
 CONTROL = ("CONNECT", "FIN", "RST")
 GUTTER, COLUMN, LANE, PAD, HEAD = 150, 180, 30, 8, 58   # chart geometry, in px
+OPS_LANE = 170       # the history timeline: one lane per client, right of the lifelines
 CHAR_PX = 7.2        # width of a character of the 12px monospace font, to truncate labels
 TEXT_CAP = 20000     # characters of one output stream shown per step (the rest is counted)
 CALLS_CAP = 2000     # emulated calls shown per node and step
 COLORS = {"DELIVER": "#343a40", "DROP": "#d9480f", "DUP": "#7048e8", "FIRE": "#1971c2",
           "CRASH": "#e03131", "REPLY": "#2b8a3e"}
+OP_COLORS = {"write": "#1971c2", "read": "#2b8a3e", "bad": "#e03131"}
 
 _UNESCAPE = {"\n": "n", "\r": "r", "\t": "t", '"': '"', "\\": "\\"}   # as the kernel's quote
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -32,12 +34,14 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # -- the report as plain data ------------------------------------------------------------
 
 def report_from_trace(*, model: str, prop_kind: str, prop_name: str, message: str,
-                      steps, clients: list[str], verdict: str = "violated") -> dict:
+                      steps, clients: list[str], verdict: str = "violated",
+                      history: list[dict] | None = None) -> dict:
     """The dict `write_html` takes, from the engine's behavior: `steps` are Steps
     (`.action`, whose `fields` the page draws, `.view`, `.output`) as `engine.replay.replay(..., collect=True,
     observe=lambda s: s.drain())` returns them, so `.output` is each node's calls and
     output of that step (None when not recorded). `clients` are the model's client
-    names, in declaration order."""
+    names, in declaration order. `history` is a linearizable property's history at the
+    last step (cmc/lang/history.py's rows), drawn as a timeline beside the chart."""
     steps = list(steps)
     nodes = list(steps[0].view.get("node_names", [])) if steps else []
     return {
@@ -47,6 +51,7 @@ def report_from_trace(*, model: str, prop_kind: str, prop_name: str, message: st
                    "view": s.view,
                    "output": s.output if isinstance(s.output, dict) else {}}
                   for s in steps],
+        "history": list(history) if history is not None else None,
     }
 
 
@@ -145,6 +150,16 @@ class Chart:
         self.report, self.columns = report, columns
         self.x = {name: GUTTER + COLUMN * i + COLUMN // 2 for i, (name, _) in enumerate(columns)}
         self.width = GUTTER + COLUMN * max(len(columns), 1) + 80   # room for a last note
+        self.ops = report.get("history") or []
+        self.op_lanes: dict[str, float] = {}        # client -> the left edge of its lane
+        if report.get("history") is not None:
+            clients = list(dict.fromkeys([*report.get("clients", []),
+                                          *(str(op.get("client")) for op in self.ops)]))
+            self.width -= 40            # a last note has room enough beside a lane
+            for client in clients:
+                self.op_lanes[client] = self.width
+                self.width += OPS_LANE
+            self.width += 10
 
     def head(self) -> str:
         out = []
@@ -154,12 +169,17 @@ class Chart:
                        f'rx="6"/><text x="{x}" y="27">{esc(clip(name, 126))}</text>'
                        f'<text class="role" x="{x}" y="50">{role if role != "other" else "peer"}'
                        f'</text><title>{esc(name)}</title></g>')
+        for client, left in self.op_lanes.items():
+            out.append(f'<g class="who ops"><text x="{left + 8}" y="27">{esc(clip(client, 150))}'
+                       f'</text><text class="role" x="{left + 8}" y="50">operations</text>'
+                       f'<title>the operations of client {esc(client)}</title></g>')
         return "".join(out)
 
     def body(self) -> str:
         steps = self.report.get("steps") or []
-        rows, y = [], 0
+        rows, y, tops = [], 0, []
         for i, step in enumerate(steps):
+            tops.append(y)
             action = step.get("action") or {}
             events = [action] if action.get("kind") in COLORS else []   # else: the gutter only
             events += [{"kind": "REPLY", "src": reply_node(self.report, r),
@@ -168,11 +188,52 @@ class Chart:
             height = max(2 * PAD + LANE * max(len(events), 1), 60 if i == len(steps) - 1 else 0)
             rows.append(self.row(i, step, events, y, height))
             y += height
+        tops.append(y)
+        rows.append(self.timeline(tops))
         if not steps:
             rows.append('<text class="none" x="20" y="30">The behavior is empty: no state '
                         'to show.</text>')
             y = 50
         return f'<svg id="chart" width="{self.width}" height="{y + 4}">{"".join(rows)}</svg>'
+
+    def timeline(self, tops: list[int]) -> str:
+        """The history beside the chart: each operation a bar in its client's lane, from
+        the row of the state it was invoked at to the row it completed at (a pending one
+        runs on, dashed, to the end); red: a key with no sequential order."""
+        out = ['<g class="timeline">']
+        last = len(tops) - 2
+        nth: dict[str, int] = {}        # a client's operations alternate between two places
+        for op in self.ops:
+            left = self.op_lanes.get(str(op.get("client")))
+            start = op.get("invoked")
+            if left is None or not isinstance(start, int) or not 1 <= start <= last + 1:
+                continue
+            end = op.get("completed")
+            pending = not isinstance(end, int)
+            # the request's label at the top of its row, the reply's lower down in the
+            # row it came in, where the next operation's request label is not
+            y1 = tops[start - 1] + 10
+            y2 = tops[-1] - 6 if pending else tops[min(end, last + 1) - 1] + 26
+            color = OP_COLORS["bad" if op.get("violating") else op.get("kind", "read")]
+            dash = ' stroke-dasharray="5 4"' if pending else ""
+            k = nth[str(op.get("client"))] = nth.get(str(op.get("client")), -1) + 1
+            x = left + 10 + 10 * (k % 2)
+            what = f"{op.get('kind')} {'' if op.get('key') is None else op.get('key')}".rstrip()
+            said = "pending" if pending else show_bytes(str(op.get("reply", "")))
+            title = (f"{op.get('client')}: {what}, {show_bytes(str(op.get('request', '')))} "
+                     f"→ {said}; invoked at state {start}"
+                     + ("" if pending else f", completed at state {end}"))
+            out.append(f'<g class="op{" bad" if op.get("violating") else ""}'
+                       f'{" pending" if pending else ""}"><title>{esc(title)}</title>'
+                       f'<line x1="{x}" y1="{y1}" x2="{x}" y2="{y2}" stroke="{color}" '
+                       f'stroke-width="6" stroke-linecap="round"{dash}/>'
+                       f'{label(left + 34, y1 + 8, clip(show_bytes(str(op.get("request", ""))), OPS_LANE - 40), color, "start", "msg")}'
+                       + ("" if pending else
+                          label(left + 34, y2 + 10, clip("→ " + said, OPS_LANE - 40), color,
+                                "start", "msg"))
+                       + "</g>")
+        out.append("</g>")
+        return "".join(out)
 
     def row(self, i: int, step: dict, events: list[dict], top: int, height: int) -> str:
         label = step.get("label")
@@ -288,8 +349,8 @@ def panel(report: dict, i: int) -> str:
            f'<h2>State {i + 1} <span class="muted">· step {i}</span></h2>',
            f'<pre class="label">{esc(label) if label else "Initial predicate"}</pre>',
            "<h3>Nodes after this step</h3>", nodes_table(view, prev),
-           flight(view), replies(report, steps, i), outputs(step.get("output") or {}),
-           "</section>"]
+           flight(view), replies(report, steps, i), operations(report, i),
+           outputs(step.get("output") or {}), "</section>"]
     return "".join(out)
 
 
@@ -333,6 +394,32 @@ def replies(report: dict, steps: list[dict], i: int) -> str:
                      f'<div class="muted small">{esc(rest)}</div></li>')
     inner = f'<ul class="plain">{"".join(items)}</ul>' if items else '<p class="muted">none</p>'
     return f"<h3>Replies ({len(every)})</h3>{inner}"
+
+
+def operations(report: dict, i: int) -> str:
+    """The history's operations invoked by state i + 1, as they stood then (none when the
+    report has no history)."""
+    if report.get("history") is None:
+        return ""
+    state = i + 1
+    rows = []
+    for op in report["history"]:
+        start, end = op.get("invoked"), op.get("completed")
+        if not isinstance(start, int) or start > state:
+            continue
+        done = isinstance(end, int) and end <= state
+        cls = ' class="bad"' if op.get("violating") else ""
+        key = "" if op.get("key") is None else op.get("key")
+        rows.append(f"<tr{cls}><td>{esc(op.get('client'))}</td><td>{esc(op.get('kind'))} "
+                    f"<code>{esc(key)}</code></td>"
+                    f"<td><code>{esc(show_bytes(str(op.get('request', ''))))}</code></td>"
+                    f"<td><code>{esc(show_bytes(str(op.get('reply')))) if done else 'pending'}"
+                    f"</code></td><td>{start}</td><td>{end if done else ''}</td></tr>")
+    if not rows:
+        return '<h3>Operations (0)</h3><p class="muted">none invoked yet</p>'
+    return (f"<h3>Operations ({len(rows)})</h3><table class=\"nodes ops\"><tr><th>client</th>"
+            "<th>op</th><th>request</th><th>reply</th><th>invoked</th><th>completed</th></tr>"
+            f"{''.join(rows)}</table>")
 
 
 def outputs(output: dict) -> str:
@@ -431,6 +518,8 @@ table.nodes{border-collapse:collapse;width:100%;font-size:12px} .nodes th{backgr
 ul.plain{list-style:none;margin:0;padding:0} .plain li{border-bottom:1px dotted #e9ecef}
 .out{margin:0 0 10px;padding:6px 8px;border:1px solid #e9ecef;border-radius:4px;background:#fff}
 .new{background:#2b8a3e;color:#fff;border-radius:3px;padding:0 4px;font-size:11px}
+.who.ops text{fill:#495057;text-anchor:start} .timeline .chip{fill:#fff;opacity:.9}
+.timeline .op:hover line{stroke-width:9} tr.bad td{background:#fff5f5;color:#c92a2a}
 """
 
 JS = """

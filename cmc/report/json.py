@@ -39,6 +39,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         "collision_probability": None,
         "simulation": None,
         "trace": [],
+        "history": None,
         "fair_suffix_from": None,
         "back_to_state": None,
         "fair_ending": None,
@@ -72,6 +73,8 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         data["fair_suffix_from"] = outcome.suffix_from
         data["back_to_state"] = outcome.loop_to
         data["fair_ending"] = outcome.why
+        if prop.detail is not None and outcome.trace:
+            data["history"] = prop.detail(outcome.trace[-1].view)
     if data["simulation"] is not None:
         data["simulation"]["walks_done"] = st.walks
         data["simulation"]["failing_walk"] = outcome.walk

@@ -15,6 +15,7 @@ KIND_WORDING = {
     "quiescent": "Error: Quiescent property {} is violated.",
     "eventually": "Error: Temporal property {} was violated.",
     "witness": "Error: Witness {} was never reached.",
+    "linearizable": "Error: Linearizability property {} is violated.",
 }
 
 
@@ -117,6 +118,44 @@ def violation_lines(outcome: Outcome, live_steps: int | None = None) -> list[str
     lines += render_trace(outcome.trace, outcome.loop_to)
     if prop.kind == "eventually" and outcome.suffix_from is not None:
         lines.append(fair_ending(outcome, live_steps))
+    if prop.detail is not None:
+        lines += render_history(prop.detail(outcome.trace[-1].view))
+    return lines
+
+
+HISTORY_COLUMNS = ("client", "op", "key", "value", "request", "reply", "invoked at",
+                   "completed at")
+
+
+def history_cells(row: dict) -> list[str]:
+    """One operation of a history (cmc/lang/history.py's row) as the table's cells."""
+    key = row["key"]
+    plain = isinstance(key, str) and key and key.isprintable() and " " not in key
+    return [row["client"], row["kind"],
+            "-" if key is None else key if plain else render_value(key),
+            render_value(row["value"]) if row["kind"] == "write" or row["reply"] is not None
+            else "-",
+            render_value(row["request"]),
+            "(pending)" if row["reply"] is None else render_value(row["reply"]),
+            f"state {row['invoked']}",
+            "-" if row["completed"] is None else f"state {row['completed']}"]
+
+
+def render_history(rows: list[dict]) -> list[str]:
+    """The history of a linearizable property's violation, as a table: one operation
+    per line in invoke order; `*` marks the operations of a key that has no sequential
+    order; a pending operation may or may not have taken effect."""
+    bad = sorted({"-" if r["key"] is None else str(r["key"]) for r in rows if r["violating"]})
+    which = ("the one register" if bad == ["-"] else
+             "key" + ("s " if len(bad) > 1 else " ") + ", ".join(bad))
+    lines = [f"The history: {len(rows)} operation{'s' if len(rows) != 1 else ''}; no "
+             f"sequential order of the operations on {which} (marked *) explains what "
+             "their clients saw:"]
+    table = [list(HISTORY_COLUMNS)] + [history_cells(r) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(HISTORY_COLUMNS))]
+    for i, cells in enumerate(table):
+        mark = "*" if i and rows[i - 1]["violating"] else " "
+        lines.append((f"{mark} " + "  ".join(c.ljust(w) for c, w in zip(cells, widths))).rstrip())
     return lines
 
 
