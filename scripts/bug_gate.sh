@@ -29,6 +29,8 @@ durlog-wrap models/durlog-wrap.model no_lost_commit durlog
 appendkv models/appendkv.model no_lost_write
 swapstate models/swapstate.model no_lost_write
 reclog  models/reclog.model  only_written_values
+pbkv    models/pbkv.model    kv_is_linearizable
+register models/register.model register_is_linearizable
 "
 
 if ! make -s -C demo >/dev/null; then
@@ -43,7 +45,7 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 warnings=""
-row() { printf '%-11s %-7s %-28s %-28s %9s %9s %6s %8s  %s\n' "$@"; }
+row() { printf '%-11s %-7s %-32s %-32s %9s %9s %6s %8s  %s\n' "$@"; }
 row demo build expected got generated distinct depth seconds result
 row ------ ----- -------- --- --------- -------- ----- ------- ------
 
