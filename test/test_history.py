@@ -196,3 +196,40 @@ def test_html_report_draws_the_history(tmp_path):
         b.open(page.as_uri())
         if os.environ.get("CMC_SCREENSHOT_HISTORY"):
             b.screenshot(os.environ["CMC_SCREENSHOT_HISTORY"])
+
+
+# -- Redis (Debian's redis-server), unmodified: linearizable under the disk model -----------
+
+REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
+needs_redis = pytest.mark.skipif(not os.path.exists(REDIS), reason="no redis-server")
+REDIS_MODEL = ROOT / "experiments" / "redis" / "linearizable.model"
+EVAL = "EVAL \\\"return tonumber(redis.call('get', KEYS[1]))\\\" 1 k\\r\\n"
+
+
+@needs_redis
+def test_redis_with_appendfsync_no_is_not_linearizable(tmp_path):
+    """A CRASH after +OK loses the write from the page cache; bob, whose CONNECT
+    reached the relaunched server, reads k as nil twice, the second time after the OK."""
+    r = run_cmc("--model-file", REDIS_MODEL, "-D", "fsync=no", "--max-depth", "7",
+                "--trace-out", tmp_path / "t.json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "Error: Linearizability property redis_is_linearizable is violated." in r.stdout
+    assert labels(r.stdout) == [
+        "Initial predicate", "DELIVER alice -> redis CONNECT",
+        'DELIVER alice -> redis "SET k 1\\r\\n"', "CRASH redis",
+        "DELIVER bob -> redis CONNECT", f'DELIVER bob -> redis "{EVAL}"',
+        f'DELIVER bob -> redis "{EVAL}"']
+    table = history_table(r.stdout)
+    assert [line.split()[:5] for line in table[2:]] == [
+        ["*", "alice", "write", "k", '"1"'], ["*", "bob", "read", "k", "null"],
+        ["*", "alice", "write", "k", '"2"'], ["*", "bob", "read", "k", "null"]]
+    assert table[2].endswith('"+OK"      state 1     state 3')
+    assert table[4].endswith("(pending)  state 3     -")
+
+
+@needs_redis
+@pytest.mark.slow
+def test_redis_with_appendfsync_always_is_linearizable(tmp_path):
+    r = run_cmc("--model-file", REDIS_MODEL, "--max-depth", "7", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (2116, 2116, 7)
