@@ -160,6 +160,19 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
+_ENDING = []
+
+
+def _first_interrupt(signum, frame):
+    """The program's handler of Ctrl-C and SIGTERM: the first ends the run (as a
+    KeyboardInterrupt, wherever Python is); the ones after it, which can only ask for
+    the same, are dropped, so that none lands in the handling of the first (a Ctrl-C
+    pressed twice, a supervisor that signals every few ms: seen in CI)."""
+    if not _ENDING:
+        _ENDING.append(signum)
+        raise KeyboardInterrupt
+
+
 def _json_path(argv) -> str | None:
     """--json's value, found without argparse: a usage error is reported there too."""
     for i, arg in enumerate(argv):
@@ -239,7 +252,11 @@ def main(argv=None) -> int:
     """The program (argv None: sys.argv), or a run called in-process (argv given)."""
     program = argv is None
     argv = sys.argv[1:] if argv is None else argv
-    signal.signal(signal.SIGTERM, _terminate)
+    if program:
+        signal.signal(signal.SIGINT, _first_interrupt)
+        signal.signal(signal.SIGTERM, _first_interrupt)
+    else:
+        signal.signal(signal.SIGTERM, _terminate)
     tlc = "--tlc-exit-codes" in argv
     run = Run()
     error = kind = None
@@ -270,6 +287,7 @@ def main(argv=None) -> int:
             _end(program, mask)      # a caller in-process gets its signal mask back
             raise
     except KeyboardInterrupt:
+        remove_all()                # it may have landed before the finally's (no-op if not)
         status, error, kind = _interrupted()
     json_path = run.args.json if run.args is not None else _json_path(argv)
     if json_path:

@@ -23,6 +23,7 @@ from .fork import drop_root, fork_world, hold_root
 from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
                   fmt_addr)
 from .actions import Action, describe_key, message_action
+from .clients import Client
 from .dispatch import dispatch
 from .node import Node
 from .sockets import close_vfd
@@ -56,22 +57,6 @@ class ClusterSpec:
     history: bool = False   # keep the clients' operations (SPEC §9.4), in the view
 
 
-class Client:
-    """A ghost client: a peer with no process (SPEC §4)."""
-
-    def __init__(self, index: int, spec: ClientSpec):
-        self.spec = spec
-        self.name = spec.name
-        ip = "::1" if ":" in spec.host else "127.0.0.1"
-        self.addr = (ip, 60000 + index)
-        self.conn: Connection | None = None
-        self.next_req = 0
-        self.last_req = ""
-        self.finished = False
-        self.linebuf = bytearray()
-        self.open_op: int | None = None    # its request in flight, as a history entry
-
-
 class Cluster:
     dispatch = staticmethod(dispatch)     # how its nodes' calls are answered
 
@@ -92,10 +77,7 @@ class Cluster:
         self.clients = [Client(i, c) for i, c in enumerate(spec.clients)]
         self.budgets = dict(spec.budgets)
         self.replies: list[dict] = []
-        # With spec.history: every request a client put in flight, with the event
-        # numbers (one sequence for invokes and completes) and the states at which it
-        # was invoked and answered (SPEC §9.4). Not in the fingerprint: it follows
-        # from what is (the replies in their order and each client's next request).
+        # With spec.history: every request a client put in flight (clients.py).
         self.history: list[dict] = []
         self.events = 0
         self.step = 0
@@ -168,7 +150,7 @@ class Cluster:
         if receiver is not None and isinstance(receiver.owner, str):
             client = self.client_named(receiver.owner)
             if msg.kind == DATA:
-                self._client_receive(client, conn, msg.data)
+                client.receive(self, conn, msg.data)
             else:
                 client.finished = True
                 receiver.closed = True
@@ -176,39 +158,6 @@ class Cluster:
             return
         full = len(conn.chan[side]) >= self.net.channel_cap     # name the ends in the error
         self.net.send(conn, side, msg, " -> ".join(self._chan_names(conn, side)) if full else "")
-
-    def _client_receive(self, client: Client, conn: Connection, data: bytes) -> None:
-        client.linebuf += data
-        while True:
-            nl = client.linebuf.find(b"\n")
-            if nl < 0:
-                return
-            raw = bytes(client.linebuf[:nl]).rstrip(b"\r").decode("utf-8", errors="replace")
-            del client.linebuf[:nl + 1]
-            record = self.spec.reply_record(client.name, conn.b.owner, len(self.replies),
-                                            client.last_req, raw)
-            self.replies.append(record)
-            if client.open_op is not None:
-                op, client.open_op = self.history[client.open_op], None
-                self.events += 1
-                op.update(complete=self.events, completed=self.step + 1,
-                          reply=len(self.replies) - 1)
-            self._client_send_next(client)
-
-    def _client_send_next(self, client: Client) -> None:
-        if client.finished or client.next_req >= len(client.spec.requests):
-            return
-        req = client.spec.requests[client.next_req]
-        client.next_req += 1
-        client.last_req = req.decode("utf-8", errors="replace").rstrip("\r\n")
-        if self.spec.history:
-            self.events += 1
-            client.open_op = len(self.history)
-            self.history.append({"client": client.name, "index": client.next_req - 1,
-                                 "req": client.last_req, "invoke": self.events,
-                                 "invoked": self.step + 1, "complete": None,
-                                 "completed": None, "reply": None})
-        self.net.send(client.conn, 0, Msg(DATA, req))
 
     def process_exited(self, proc) -> None:
         """A process of a node ended by itself: the kernel closes its descriptors (a
@@ -228,7 +177,7 @@ class Cluster:
         for client in self.clients:
             dst = (client.spec.host, client.spec.port)
             client.conn = self.net.connect(client.name, client.addr, dst)
-            self._client_send_next(client)
+            client.send_next(self)
         self.settle()
 
     def own(self, root: str, roots) -> None:
