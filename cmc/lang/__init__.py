@@ -15,6 +15,5 @@ from cmc.lang.load import check_binaries, load_model, reply_record
 __all__ = [
     "BuildDecl", "ClientDecl", "EvaluationError", "Expr", "Loc", "Model", "NodeDecl",
     "Property", "ReplyDecl", "check_binaries", "check_property", "evaluate", "history_rows",
-    "history_violations", "load_model",
-    "reply_record", "unparse",
+    "history_violations", "load_model", "reply_record", "unparse",
 ]

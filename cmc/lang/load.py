@@ -322,13 +322,13 @@ def _reply(stmt: ReplyStmt) -> ReplyDecl:
 
 
 OP_KINDS = ("read", "write")
-OP_GROUPS = ("key", "val")
 
 
 def _op(stmt: OpStmt) -> OpDecl:
     if stmt.kind not in OP_KINDS:
-        raise error_at(stmt.kind_loc, f"unknown op kind {stmt.kind}{_suggest(stmt.kind, OP_KINDS)}"
-                       ": an op line is  op read /REGEX/  or  op write /REGEX/")
+        raise error_at(stmt.kind_loc, f"unknown op kind {stmt.kind}"
+                       f"{_suggest(stmt.kind, OP_KINDS)}: an op line is  op read /REGEX/  "
+                       "or  op write /REGEX/")
     groups = stmt.regex.groupindex
     if stmt.kind == "write" and "val" not in groups:
         raise error_at(stmt.regex_loc, "a write's regex needs a group named val, the value "
