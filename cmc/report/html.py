@@ -223,11 +223,12 @@ class Chart:
             title = (f"{op.get('client')}: {what}, {show_bytes(str(op.get('request', '')))} "
                      f"→ {said}; invoked at state {start}"
                      + ("" if pending else f", completed at state {end}"))
+            asked = clip(show_bytes(str(op.get("request", ""))), OPS_LANE - 40)
             out.append(f'<g class="op{" bad" if op.get("violating") else ""}'
                        f'{" pending" if pending else ""}"><title>{esc(title)}</title>'
                        f'<line x1="{x}" y1="{y1}" x2="{x}" y2="{y2}" stroke="{color}" '
                        f'stroke-width="6" stroke-linecap="round"{dash}/>'
-                       f'{label(left + 34, y1 + 8, clip(show_bytes(str(op.get("request", ""))), OPS_LANE - 40), color, "start", "msg")}'
+                       + label(left + 34, y1 + 8, asked, color, "start", "msg")
                        + ("" if pending else
                           label(left + 34, y2 + 10, clip("→ " + said, OPS_LANE - 40), color,
                                 "start", "msg"))
