@@ -248,17 +248,23 @@ def _engine(fn):
 
 def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     common = dict(max_states=args.max_states, det=args.det, live_steps=live_steps)
-    if args.workers > 1 and (args.dfs is not None or args.simulate):
+    if (args.workers > 1 or args.ray) and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --workers applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
-    if args.workers > 1:
+    if args.workers > 1 or args.ray:
         spec, root = system_model.spec, system_model.workroot
+        pin = not args.no_pin and not args.ray
 
         def worker_model(index: int):
-            if not args.no_pin:
+            if pin:
                 pin_cpu(index)
             return ClusterModel(spec, root, many=args.fast, tag=f"k{index}")
         search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
+        if args.ray:
+            from .engine.rayworkers import FastRayBreadthFirst, RayBreadthFirst
+            search = type(search.__name__, (FastRayBreadthFirst if args.fast
+                                            else RayBreadthFirst,),
+                          {"ray_address": args.ray})
         return search(system_model, props, reporter, workers=args.workers,
                                     worker_model=worker_model, max_depth=args.max_depth,
                                     fast=args.fast, **common)

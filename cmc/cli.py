@@ -8,6 +8,7 @@ interrupted. `--tlc-exit-codes` maps them to TLC's (see tlc_status).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import signal
 import sys
 import time
@@ -68,6 +69,9 @@ def parse_args(argv):
                    "the trace's model by default)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="name=value",
                    help="override a param of the model file")
+    p.add_argument("--ray", metavar="ADDRESS",
+                   help="run the workers as Ray actors: local (a Ray instance for this "
+                   "run), auto (this machine's cluster) or ray://HOST:PORT")
     p.add_argument("--workers", type=_count(1), default=1, metavar="N",
                    help="breadth-first search with N replay worker processes (same counts "
                    "and counterexample as one)")
@@ -146,8 +150,13 @@ def _validate(args) -> None:
     if args.fast and args.simulate:
         raise usage("--fast applies to breadth-first and depth-first search (not to "
                     "--simulate, which replays every walk)")
+    if args.ray is not None and (args.dfs is not None or args.simulate or args.replay):
+        raise usage("--ray runs the workers of a breadth-first search (not with --dfs, "
+                    "--simulate or --replay)")
+    if args.ray is not None and importlib.util.find_spec("ray") is None:
+        raise usage("--ray needs Ray, which is not installed: pip install 'cmc[ray]'")
     if args.check_merges and (args.dfs is not None or args.simulate or args.replay
-                              or args.workers > 1):
+                              or args.workers > 1 or args.ray is not None):
         raise usage("--check-merges goes with breadth-first search of one worker (not with "
                     "--dfs, --simulate, --replay or --workers)")
     if args.fast is None:

@@ -50,6 +50,7 @@ ONLY_IN = {
     "xxhash": {"cmc.kernel"},
     "lark": {"cmc.lang"},
     "rich": {"cmc.report"},
+    "ray": {"cmc.engine.rayworkers"},            # optional: --ray (pip install 'cmc[ray]')
 }
 
 

@@ -67,29 +67,48 @@ def _carried(e: Exception) -> tuple:
         return ("raise", RuntimeError(f"{type(e).__name__}: {e}"))
 
 
-def _replay_worker(conn, worker_model, index: int) -> None:
-    """A worker process of ParallelBreadthFirst. A job is (keys, fps, key, det):
-    replay to a world, take one step; the answer is ("ok", label, fingerprint,
-    world, actions) or ("raise", error)."""
-    model = worker_model(index)
+class ReplayHandler:
+    """The work of a ParallelBreadthFirst worker, whatever carries its jobs (a pipe,
+    or a Ray actor: cmc/engine/rayworkers.py). A job is (keys, fps, key, det): replay
+    to a world, take one step; the answer is ("ok", label, fingerprint, world,
+    actions) or ("raise", error)."""
+
+    def __init__(self, worker_model, index: int):
+        self.model = worker_model(index)
+
+    def handle(self, job) -> tuple:
+        keys, fps, key, det = job
+        model = self.model
+        try:
+            label, fp2, view2, actions2 = take_step(replay(model, keys, fps)[0], key,
+                                                    with_actions=True)
+            if det:
+                recheck(model, keys, fps, key, label, fp2, view2)
+            return ("ok", label, fp2, view2, actions2)
+        except Exception as e:      # noqa: BLE001 — carried to the parent, raised there
+            return _carried(e)
+
+    def close(self) -> None:
+        self.model.close_all()
+
+
+def _serve(conn, handler) -> None:
+    """A worker process's loop: each job from the pipe, answered on it, until None."""
     try:
         while True:
             job = conn.recv()
             if job is None:
                 return
-            keys, fps, key, det = job
-            try:
-                label, fp2, view2, actions2 = take_step(replay(model, keys, fps)[0], key,
-                                                        with_actions=True)
-                if det:
-                    recheck(model, keys, fps, key, label, fp2, view2)
-                conn.send(("ok", label, fp2, view2, actions2))
-            except Exception as e:      # noqa: BLE001 — carried to the parent, raised there
-                conn.send(_carried(e))
+            conn.send(handler.handle(job))
     except (EOFError, OSError):
         return
     finally:
-        model.close_all()
+        handler.close()
+
+
+def _replay_worker(conn, worker_model, index: int) -> None:
+    """A worker process of ParallelBreadthFirst (ReplayHandler's jobs)."""
+    _serve(conn, ReplayHandler(worker_model, index))
 
 
 class _Worker:
@@ -197,18 +216,30 @@ class ParallelBreadthFirst(BreadthFirst):
     def run(self) -> Outcome:
         # The workers are made before anything is launched, so that they inherit no
         # descriptor of the parent's node processes.
-        self.pool = start_workers(self.workers, _replay_worker,
-                                  lambda i: (self.worker_model, i))
+        self.pool = self._start_pool(_replay_worker, ReplayHandler,
+                                     lambda i: (self.worker_model, i))
         try:
             return self._search()
         finally:
-            stop_workers(self.pool)
+            self._stop_pool(self.pool)
+
+    # How the workers are reached: worker processes over pipes here; Ray actors in
+    # cmc/engine/rayworkers.py (the same jobs, handlers and merge).
+    def _start_pool(self, target, handler, args_of) -> list:
+        return start_workers(self.workers, target, args_of)
+
+    def _stop_pool(self, pool: list) -> None:
+        stop_workers(pool)
+
+    def _ready(self, busy: list) -> list:
+        """The busy workers with an answer to read (waits for one at least)."""
+        conns = multiprocessing.connection.wait([w.conn for w in busy])
+        return [next(w for w in busy if w.conn is conn) for conn in conns]
 
     def _pump(self) -> None:
         """Wait for any busy worker's answer and take it."""
-        busy = [w for w in self.pool if w.waiting]
-        for conn in multiprocessing.connection.wait([w.conn for w in busy]):
-            next(w for w in busy if w.conn is conn).read_one()
+        for w in self._ready([w for w in self.pool if w.waiting]):
+            w.read_one()
 
     def _search(self) -> Outcome:
         system, fp0, view0, outcome = self.begin()
@@ -275,51 +306,58 @@ class ParallelBreadthFirst(BreadthFirst):
 
 
 # -- --fast: workers that keep snapshots ---------------------------------------------------
-def _fast_worker(conn, worker_model, index: int, keep: int) -> None:
-    """A worker process of FastParallelBreadthFirst: expands worlds on copies,
+class FastHandler:
+    """The work of a FastParallelBreadthFirst worker: expands worlds on copies,
     keeping the worlds it found as snapshots (at most `keep`) until told to drop
     them. A job is (fp, keys, fps, action keys, det, may keep, drop); its answer
-    one result per action, as _job's plus (copied, kept); an error ends the list."""
-    model = worker_model(index)
-    cache: dict = {}
+    one result per action, as ReplayHandler's plus (copied, kept); an error ends the
+    list."""
 
-    def step(system, key):
-        return take_step(system, key, with_actions=True, close=False)
-    try:
-        while True:
-            job = conn.recv()
-            if job is None:
-                return
-            fp, keys, fps, action_keys, det, may_keep, drop = job
-            for gone in drop:
-                system = cache.pop(gone, None)
-                if system is not None:
+    def __init__(self, worker_model, index: int, keep: int):
+        self.model = worker_model(index)
+        self.keep = keep
+        self.cache: dict = {}
+
+    def handle(self, job) -> list:
+        model, cache = self.model, self.cache
+
+        def step(system, key):
+            return take_step(system, key, with_actions=True, close=False)
+        fp, keys, fps, action_keys, det, may_keep, drop = job
+        for gone in drop:
+            system = cache.pop(gone, None)
+            if system is not None:
+                system.close()
+        out = []
+        try:
+            held = cache.pop(fp, None) or replay(model, keys, fps)[0]
+            counted = Stats()
+            for key, system, (label, fp2, view2, actions2) in steps_by_copy(
+                    model, held, keys, fps, action_keys, step, counted):
+                kept = may_keep and bool(actions2) and fp2 not in cache \
+                    and len(cache) < self.keep
+                if kept:
+                    cache[fp2] = system
+                else:
                     system.close()
-            out = []
-            try:
-                held = cache.pop(fp, None) or replay(model, keys, fps)[0]
-                counted = Stats()
-                for key, system, (label, fp2, view2, actions2) in steps_by_copy(
-                        model, held, keys, fps, action_keys, step, counted):
-                    kept = may_keep and bool(actions2) and fp2 not in cache \
-                        and len(cache) < keep
-                    if kept:
-                        cache[fp2] = system
-                    else:
-                        system.close()
-                    if det:
-                        recheck(model, keys, fps, key, label, fp2, view2)
-                    out.append(("ok", label, fp2, view2, actions2, counted.copies, kept))
-                    counted.copies = 0
-            except Exception as e:      # noqa: BLE001
-                out.append(_carried(e))
-            conn.send(out)
-    except (EOFError, OSError):
-        return
-    finally:
-        for system in cache.values():
+                if det:
+                    recheck(model, keys, fps, key, label, fp2, view2)
+                out.append(("ok", label, fp2, view2, actions2, counted.copies, kept))
+                counted.copies = 0
+        except Exception as e:      # noqa: BLE001
+            out.append(_carried(e))
+        return out
+
+    def close(self) -> None:
+        for system in self.cache.values():
             system.close()
-        model.close_all()
+        self.cache.clear()
+        self.model.close_all()
+
+
+def _fast_worker(conn, worker_model, index: int, keep: int) -> None:
+    """A worker process of FastParallelBreadthFirst (FastHandler's jobs)."""
+    _serve(conn, FastHandler(worker_model, index, keep))
 
 
 class _Job:
@@ -369,14 +407,14 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
     LOOKAHEAD = 4
 
     def run(self) -> Outcome:
-        self.pool = start_workers(self.workers, _fast_worker,
-                                  lambda i: (self.worker_model, i, self.KEEP_PER_WORKER))
+        self.pool = self._start_pool(_fast_worker, FastHandler,
+                                     lambda i: (self.worker_model, i, self.KEEP_PER_WORKER))
         self.holder: dict = {}          # world -> the worker keeping a snapshot of it
         self.ready: list[_Job] = []     # made ready, not sent, in BFS order
         try:
             return self._search()
         finally:
-            stop_workers(self.pool)
+            self._stop_pool(self.pool)
 
     def _submit(self, fp, actions, depth) -> list:
         if not actions:

@@ -1,0 +1,62 @@
+"""Issue 18, first part: `--ray ADDRESS` runs the workers of `--workers N` as Ray
+actors, with the counts and counterexample of one worker. Run where Ray is installed
+(`pip install 'cmc[ray]'`); without it, `--ray` is a usage error."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from conftest import MODELS, counts, run_cmc, without_timestamps
+
+HAS_RAY = importlib.util.find_spec("ray") is not None
+needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install "
+                               "'cmc[ray]')")
+DURLOG = MODELS / "durlog.model"
+
+
+def same(out: str) -> list[str]:
+    """The lines that must match one worker's: no time stamps, no Ray log lines."""
+    return [line for line in without_timestamps(out).splitlines()
+            if not line.startswith("The behavior was written")]
+
+
+@pytest.mark.skipif(HAS_RAY, reason="Ray is installed here")
+def test_ray_without_ray_is_a_usage_error():
+    r = run_cmc("--model-file", DURLOG, "--ray", "local", "--workers", "2", cwd=MODELS)
+    assert r.returncode == 2
+    assert "cmc: --ray needs Ray, which is not installed: pip install 'cmc[ray]'" in r.stderr
+
+
+def test_ray_with_another_search_is_a_usage_error():
+    r = run_cmc("--model-file", DURLOG, "--ray", "local", "--dfs", "5", cwd=MODELS)
+    assert r.returncode == 2
+    assert "--ray runs the workers of a breadth-first search" in r.stderr
+
+
+@needs_ray
+@pytest.mark.parametrize("mode", ["--fast", "--no-fast"])
+def test_ray_local_gives_one_workers_results(tmp_path, mode):
+    for bin_ in ("../demo/build/durlog", "../demo/build/durlog-bug"):
+        one = run_cmc("--model-file", DURLOG, "-D", f"bin={bin_}", mode,
+                      "--trace-out", tmp_path / "one.json", cwd=MODELS)
+        ray = run_cmc("--model-file", DURLOG, "-D", f"bin={bin_}", mode, "--ray", "local",
+                      "--workers", "2", "--trace-out", tmp_path / "ray.json", cwd=MODELS)
+        assert ray.returncode == one.returncode, ray.stdout[-2000:] + ray.stderr[-2000:]
+        assert same(ray.stdout) == same(one.stdout)
+    assert counts(one.stdout) == (199, 112, 5)
+
+
+@needs_ray
+def test_ray_cluster_of_two_raylets(tmp_path):
+    """Two raylets of one CPU each on this machine: one actor lands on each."""
+    from ray.cluster_utils import Cluster
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        r = run_cmc("--model-file", DURLOG, "--ray", cluster.address, "--workers", "2",
+                    cwd=MODELS)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        assert counts(r.stdout) == (2145, 985, 14)
+    finally:
+        cluster.shutdown()
