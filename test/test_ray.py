@@ -4,6 +4,8 @@ actors, with the counts and counterexample of one worker. Run where Ray is insta
 from __future__ import annotations
 
 import importlib.util
+import re
+import sys
 
 import pytest
 
@@ -60,3 +62,36 @@ def test_ray_cluster_of_two_raylets(tmp_path):
         assert counts(r.stdout) == (2145, 985, 14)
     finally:
         cluster.shutdown()
+
+
+@needs_ray
+def test_a_lost_actor_costs_only_its_jobs(tmp_path):
+    """One of the two actors is killed (SIGKILL) in the middle of the search: its
+    unanswered jobs are replayed by the other, and the result is one worker's."""
+    import os
+    import signal
+    import subprocess
+    import time
+    p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG),
+                          "--no-fast", "--ray", "local", "--workers", "2"], cwd=MODELS,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        actors, deadline = [], time.time() + 120
+        while len(actors) < 2 and time.time() < deadline and p.poll() is None:
+            found = subprocess.run(["pgrep", "-f", "^ray::_Handled"], stdout=subprocess.PIPE,
+                                   text=True).stdout.split()
+            actors = sorted(int(pid) for pid in found)
+            time.sleep(0.2)
+        assert len(actors) == 2, "the actors never started"
+        time.sleep(4.0)                     # in the middle of the search (about 20 s)
+        assert p.poll() is None, "the search ended before an actor could be killed"
+        os.kill(actors[0], signal.SIGKILL)
+        out, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, out[-2000:] + err[-2000:]
+    assert re.search(r"cmc: Ray actor \d \(on .*\) was lost; its \d+ unanswered jobs? went "
+                     r"to the 1 left", err), err[-2000:]
+    assert counts(out) == (2145, 985, 14)

@@ -8,13 +8,17 @@ ReplayHandler or FastHandler a worker process runs) and its answer comes back as
 Ray future, waited for with `ray.wait`. Ray is imported only here, and only when
 `--ray` is given (`pip install 'cmc[ray]'`).
 
-Not yet: a dead actor's jobs replayed by another (today its death ends the search
-with an engine error, as a dead worker process does), per-machine progress, and the
-check that every machine has the model's binaries (docs/design.md, the plan).
+An actor that dies (its machine lost, killed) costs only the jobs it had not answered:
+every job carries its world's path, so they go to the live actors, which replay the
+worlds (the snapshots the dead one kept are gone), and since answers are still merged
+in the order the jobs were made, the result is unchanged. Only with no actor left does
+the search end (exit 3). Not yet: per-machine progress, and the check that every
+machine has the model's binaries (docs/design.md, the plan).
 """
 from __future__ import annotations
 
 import socket
+import sys
 from collections import deque
 
 from ..errors import UsageError
@@ -77,27 +81,29 @@ class RayWorker:
 
     DIED = _Worker.DIED
 
-    def __init__(self, ray, index: int, handler, args: tuple):
-        self.ray, self.index = ray, index
+    def __init__(self, ray, index: int, handler, args: tuple, owner):
+        self.ray, self.index, self.owner = ray, index, owner
         self.actor = ray.remote(_Handled).options(num_cpus=1).remote(handler, args)
-        self.waiting: deque = deque()       # (box, future) of the jobs sent, in order
+        self.waiting: deque = deque()   # (box, future, job) of the jobs sent, in order
         self.drop: list = []
         self.host = "?"
 
-    def send(self, message) -> list:
-        box: list = []
-        self.waiting.append((box, self.actor.handle.remote(message)))
+    def send(self, message, box: list | None = None) -> list:
+        box = [] if box is None else box
+        self.waiting.append((box, self.actor.handle.remote(message), message))
         return box
 
     def read_one(self) -> None:
-        box, future = self.waiting.popleft()
+        box, future, message = self.waiting[0]
         try:
-            box.append(self.ray.get(future))
+            answer = self.ray.get(future)
         except self.ray.exceptions.RayActorError:
-            box.append(self.DIED)
-            for other, _ in self.waiting:
-                other.append(self.DIED)
+            orphans = [(b, m) for b, _, m in self.waiting]
             self.waiting.clear()
+            self.owner._lost(self, orphans)
+            return
+        self.waiting.popleft()
+        box.append(answer)
 
     def died(self) -> EngineLimit:
         return EngineLimit(f"Ray actor {self.index} (on {self.host}) died (its machine "
@@ -115,9 +121,38 @@ class RayWorker:
 class _OnRay:
     ray_address = "local"
 
+    def _lost(self, dead: RayWorker, orphans: list) -> None:
+        """An actor died: its unanswered jobs go to the live ones (without the list of
+        snapshots to drop, which were the dead one's), the worlds it kept are
+        forgotten. With none left, every box says so (the search ends, exit 3)."""
+        self.pool.remove(dead)
+        for fp in [fp for fp, w in getattr(self, "holder", {}).items() if w is dead]:
+            del self.holder[fp]
+        print(f"cmc: Ray actor {dead.index} (on {dead.host}) was lost; its "
+              f"{len(orphans)} unanswered job{'s' if len(orphans) != 1 else ''} went to the "
+              f"{len(self.pool)} left", file=sys.stderr)
+        if not self.pool:
+            self.pool.append(dead)              # for stopping; its boxes say it died
+            for box, _ in orphans:
+                box.append(dead.DIED)
+            return
+        for box, message in orphans:
+            if isinstance(message, tuple) and len(message) == 7:    # FastHandler's: drop
+                message = message[:6] + ([],)
+            live = min(self.pool, key=lambda w: (len(w.waiting), w.index))
+            live.send(message, box)
+            self._moved[id(box)] = live
+
+    def _result(self, handle):
+        job = getattr(handle, "job", None)          # --fast: note who now holds it
+        if job is not None and id(job.box) in self._moved:
+            job.worker = self._moved[id(job.box)]
+        return super()._result(handle)
+
     def _start_pool(self, target, handler, args_of) -> list:
         ray = connect(self.ray_address)
-        pool = [RayWorker(ray, i, handler, args_of(i)) for i in range(self.workers)]
+        self._moved: dict = {}
+        pool = [RayWorker(ray, i, handler, args_of(i), self) for i in range(self.workers)]
         for w, host in zip(pool, ray.get([w.actor.host.remote() for w in pool])):
             w.host = host
         return pool
@@ -130,6 +165,7 @@ class _OnRay:
             disconnect()
 
     def _ready(self, busy: list) -> list:
+        busy = [w for w in busy if w in self.pool]
         heads = [w.waiting[0][1] for w in busy]
         done, _ = busy[0].ray.wait(heads, num_returns=1)
         return [busy[heads.index(done[0])]]
