@@ -145,8 +145,9 @@ class _OnRay:
 
     def _result(self, handle):
         job = getattr(handle, "job", None)          # --fast: note who now holds it
-        if job is not None and id(job.box) in self._moved:
-            job.worker = self._moved[id(job.box)]
+        moved = self._moved.pop(id(job.box), None) if job is not None else None
+        if moved is not None:
+            job.worker = moved
         return super()._result(handle)
 
     def _start_pool(self, target, handler, args_of) -> list:
