@@ -262,9 +262,11 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
         search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
         if args.ray:
             from .engine.rayworkers import FastRayBreadthFirst, RayBreadthFirst
+            from .machines import MachineCheck
             search = type(search.__name__, (FastRayBreadthFirst if args.fast
                                             else RayBreadthFirst,),
-                          {"ray_address": args.ray})
+                          {"ray_address": args.ray, "machine_check": MachineCheck(
+                              [(n.name, n.argv) for n in spec.nodes], root)})
         return search(system_model, props, reporter, workers=args.workers,
                                     worker_model=worker_model, max_depth=args.max_depth,
                                     fast=args.fast, **common)

@@ -85,11 +85,18 @@ def remove_stale() -> list[str]:
 class Scratch:
     """A new scratch directory, owned (locked) by this process until `remove`."""
 
-    def __init__(self):
+    def __init__(self, path: str | None = None):
+        """A new directory; `path` makes it at that path (which must not exist): a
+        Ray actor on another machine works at the head's path (rayworkers.py)."""
         self._fd = -1
         with interrupts_held():
             remove_stale()
-            self.path = tempfile.mkdtemp(prefix=PREFIX, dir=_where())
+            if path is None:
+                self.path = tempfile.mkdtemp(prefix=PREFIX, dir=_where())
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.mkdir(path, 0o700)
+                self.path = path
             _live.append(self)
             self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             fcntl.flock(self._fd, fcntl.LOCK_EX)

@@ -28,7 +28,9 @@ MAY_IMPORT = {
                 "cmc.scratch", "cmc.interrupts"},
     # one run, wired: load, search or replay, report
     "cmc.check": {"cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
-                  "cmc.scratch", "cmc.interrupts"},
+                  "cmc.scratch", "cmc.interrupts", "cmc.machines"},
+    # --ray: what each machine must have, checked there (its version, files, scratch)
+    "cmc.machines": {"cmc", "cmc.scratch"},
     "cmc.errors": set(),
     "cmc.interrupts": set(),            # Ctrl-C and SIGTERM held (any unit may)
     "cmc.scratch": {"cmc.errors", "cmc.interrupts"},   # the run's scratch directory

@@ -3,13 +3,23 @@ actors, with the counts and counterexample of one worker. Run where Ray is insta
 (`pip install 'cmc[ray]'`); without it, `--ray` is a usage error."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
+import json
+import os
+import pathlib
 import re
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import MODELS, counts, run_cmc, without_timestamps
+from conftest import MODELS, ROOT, counts, run_cmc, without_timestamps
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install "
@@ -96,12 +106,10 @@ def test_ray_cluster_of_two_raylets(tmp_path):
 def test_a_lost_actor_costs_only_its_jobs(tmp_path):
     """One of the two actors is killed (SIGKILL) in the middle of the search: its
     unanswered jobs are replayed by the other, and the result is one worker's."""
-    import os
-    import signal
-    import subprocess
-    import time
+    report = tmp_path / "r.json"
     p = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(DURLOG),
-                          "--no-fast", "--ray", "local", "--workers", "2"], cwd=MODELS,
+                          "--no-fast", "--ray", "local", "--workers", "2", "--json",
+                          str(report)], cwd=MODELS,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         actors, deadline = [], time.time() + 120
@@ -121,3 +129,96 @@ def test_a_lost_actor_costs_only_its_jobs(tmp_path):
     assert re.search(r"cmc: Ray actor \d \(on .*\) was lost; its \d+ unanswered jobs? went "
                      r"to the 1 left", err), err[-2000:]
     assert counts(out) == (2145, 985, 14)
+    machine, = json.loads(report.read_text())["workers"]["machines"]
+    assert (machine["workers"], machine["lost"]) == (2, 1)
+    assert machine["generated"] == 2144     # the lost jobs' answers were never taken
+
+
+# -- two machines on one: the second raylet in namespaces of its own ----------------------
+OTHER = "cmc-other"
+can_unshare = pytest.mark.skipif(
+    not HAS_RAY or os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs Ray, root and unshare(1) (util-linux) for a second machine's namespaces")
+
+
+@contextlib.contextmanager
+def two_machines(*mounts: str):
+    """A Ray cluster of two nodes with one CPU each: the head (this machine) and one in
+    a UTS and mount namespace of its own, so that it has another host name (`OTHER`),
+    its own /dev/shm (the head's scratch directory is not there), and `mounts` (shell
+    commands run in it first, e.g. to hide or replace a binary). Yields (address, the
+    pid of the second node's process, whose /proc/PID/root shows its files)."""
+    from ray.cluster_utils import Cluster
+    import ray
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    setup = " && ".join((f"hostname {OTHER}", "mount -t tmpfs none /dev/shm") + mounts)
+    ray_cli = pathlib.Path(sys.executable).parent / "ray"
+    other = subprocess.Popen(
+        ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c",
+         f"{setup} && exec {ray_cli} start --address={cluster.address} --num-cpus=1 --block"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        ray.init(address=cluster.address, log_to_driver=False)
+        try:
+            deadline = time.time() + 120        # until the second node has joined
+            while sum(n["Alive"] for n in ray.nodes()) < 2:
+                assert other.poll() is None and time.time() < deadline, \
+                    "the second Ray node did not start"
+                time.sleep(0.2)
+        finally:
+            ray.shutdown()
+        yield cluster.address, other.pid
+    finally:
+        os.killpg(other.pid, signal.SIGTERM)
+        other.wait(timeout=120)
+        cluster.shutdown()
+
+
+@can_unshare
+def test_two_machines_give_one_workers_results_and_their_accounts(tmp_path):
+    """One actor on each machine: the counts of one worker; the JSON report's `workers`
+    has each machine's account (states generated add up to those the merge took); the
+    other machine made its own scratch directory at the head's path, and removed it."""
+    from cmc.engine.model import Stats
+    from cmc.report.tlc import TlcReporter
+    report = tmp_path / "r.json"
+    with two_machines() as (address, other):
+        r = run_cmc("--model-file", DURLOG, "--ray", address, "--workers", "2",
+                    "--json", report, cwd=MODELS)
+        left = [n for n in os.listdir(f"/proc/{other}/root/dev/shm") if n.startswith("cmc-")]
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (2145, 985, 14)
+    assert left == []
+    workers = json.loads(report.read_text())["workers"]
+    assert workers["count"] == 2 and workers["ray"] == address
+    hosts = {m["host"]: m for m in workers["machines"]}
+    assert sorted(hosts) == sorted([socket.gethostname(), OTHER])
+    assert all(m["workers"] == 1 and m["lost"] == 0 and m["generated"] > 0
+               for m in hosts.values())
+    assert sum(m["generated"] for m in hosts.values()) == 2144     # all but the initial
+    # the lines a Progress line has under it, from this run's accounts
+    out = io.StringIO()
+    TlcReporter(out, every=0).progress(Stats(generated=2145, distinct=985, depth=14,
+                                             workers=workers))
+    lines = out.getvalue().splitlines()[1:]
+    assert [line.split(":")[0] for line in lines] == \
+        [f"  Machine {m['host']}" for m in workers["machines"]]
+    assert all(re.fullmatch(r"  Machine \S+: 1 worker, \d+ states generated \(\d+ s/min\), "
+                            r"\d+% busy\.", line) for line in lines), lines
+
+
+@can_unshare
+@pytest.mark.parametrize("fault", ["missing", "another build"])
+def test_a_machine_that_cannot_run_the_model_is_named(fault):
+    binary = ROOT / "demo" / "build" / "durlog"
+    mount = {"missing": f"mount -t tmpfs none {binary.parent}",
+             "another build": f"mount --bind {binary}-bug {binary}"}[fault]
+    with two_machines(mount) as (address, _):
+        r = run_cmc("--model-file", DURLOG, "--ray", address, "--workers", "2", cwd=MODELS)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    said = {"missing": "is missing", "another build": "is not the head's (another build "
+            "or version)"}[fault]
+    assert re.search(rf"^  Ray actor \d on {OTHER}: node primary: {re.escape(str(binary))} "
+                     rf"{re.escape(said)}$", r.stderr, re.M), r.stderr[-2000:]
+    assert "not every machine can run this model" in r.stderr
+    assert socket.gethostname() + ":" not in r.stderr      # the head's actor has it all

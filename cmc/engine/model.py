@@ -119,6 +119,7 @@ class Stats:
     walk_lengths: list[int] = field(default_factory=list)   # simulation: states per walk
     unexplored: int = 0         # worlds at the depth bound whose successors were not generated
     copies: int = 0             # --fast: successors taken on a copy of a world (not a replay)
+    workers: dict | None = None  # --workers/--ray: the workers' accounts (parallel.py)
 
 
 @dataclass

@@ -33,6 +33,8 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
+import socket
+import time
 from collections import deque
 
 from .bfs import BreadthFirst
@@ -92,14 +94,60 @@ class ReplayHandler:
         self.model.close_all()
 
 
+def timed(handler, job) -> tuple:
+    """A job's answer and the seconds the handler took for it (a worker's busy time)."""
+    started = time.perf_counter()
+    answer = handler.handle(job)
+    return answer, time.perf_counter() - started
+
+
+def states_in(answer) -> int:
+    """The states one answer carries: a replay job's one, a --fast job's list."""
+    if isinstance(answer, list):
+        return sum(1 for r in answer if r[0] == "ok")
+    return 1 if answer[0] == "ok" else 0
+
+
+class Accounted:
+    """What a worker did, for the progress lines and the JSON report's `workers`: the
+    states it generated and the seconds it spent on jobs, on which machine."""
+
+    host = socket.gethostname()
+    lost = False
+
+    def account(self, answer, seconds: float) -> None:
+        self.generated = getattr(self, "generated", 0) + states_in(answer)
+        self.busy = getattr(self, "busy", 0.0) + seconds
+
+
+def machines(workers: list, elapsed: float) -> list[dict]:
+    """The workers' accounts summed per machine, in the order of the first worker on
+    each; `busy` is the share of the machine's workers' time spent on jobs."""
+    out: dict[str, dict] = {}
+    for w in sorted(workers, key=lambda w: w.index):
+        m = out.setdefault(w.host, {"host": w.host, "workers": 0, "lost": 0,
+                                    "generated": 0, "busy_seconds": 0.0})
+        m["workers"] += 1
+        m["lost"] += int(w.lost)
+        m["generated"] += getattr(w, "generated", 0)
+        m["busy_seconds"] += getattr(w, "busy", 0.0)
+    for m in out.values():
+        m["states_per_second"] = round(m["generated"] / elapsed, 1) if elapsed > 0 else None
+        m["busy"] = round(m["busy_seconds"] / (m["workers"] * elapsed), 3) if elapsed > 0 \
+            else None
+        m["busy_seconds"] = round(m["busy_seconds"], 3)
+    return list(out.values())
+
+
 def _serve(conn, handler) -> None:
-    """A worker process's loop: each job from the pipe, answered on it, until None."""
+    """A worker process's loop: each job from the pipe, answered on it (with the
+    seconds it took), until None."""
     try:
         while True:
             job = conn.recv()
             if job is None:
                 return
-            conn.send(handler.handle(job))
+            conn.send(timed(handler, job))
     except (EOFError, OSError):
         return
     finally:
@@ -111,7 +159,7 @@ def _replay_worker(conn, worker_model, index: int) -> None:
     _serve(conn, ReplayHandler(worker_model, index))
 
 
-class _Worker:
+class _Worker(Accounted):
     """A worker process and the pipe to it. Answers come back in the order the
     jobs were sent; each job's answer lands in the box `send` returned."""
 
@@ -140,12 +188,13 @@ class _Worker:
 
     def read_one(self) -> None:
         try:
-            answer = self.conn.recv()
+            answer, seconds = self.conn.recv()
         except (EOFError, OSError):
             for box in self.waiting:
                 box.append(self.DIED)
             self.waiting.clear()
             return
+        self.account(answer, seconds)
         self.waiting.popleft().append(answer)
 
     def died(self) -> EngineLimit:
@@ -213,15 +262,42 @@ class ParallelBreadthFirst(BreadthFirst):
         self.workers = workers
         self.worker_model = worker_model
 
+    ray_address: str | None = None
+
     def run(self) -> Outcome:
         # The workers are made before anything is launched, so that they inherit no
         # descriptor of the parent's node processes.
-        self.pool = self._start_pool(_replay_worker, ReplayHandler,
-                                     lambda i: (self.worker_model, i))
+        return self._with_pool(_replay_worker, ReplayHandler, lambda i: (self.worker_model, i))
+
+    def _with_pool(self, target, handler, args_of) -> Outcome:
+        """Start the workers, search, stop them; the workers' accounts go in the
+        statistics (`Stats.workers`) as the search goes and when it ends."""
+        began = time.perf_counter()
+        self.pool = self._start_pool(target, handler, args_of)
+        self._clock = (time.perf_counter(), time.process_time(), began)
+        self.workers_seen = list(self.pool)
         try:
             return self._search()
         finally:
-            self._stop_pool(self.pool)
+            try:
+                self._stop_pool(self.pool)
+            finally:
+                self.stats.workers = self.workers_report()
+
+    def workers_report(self) -> dict:
+        """The JSON report's `workers`: how many, where, the seconds taken to start them
+        and to search, the head's CPU seconds over the search (the merge, and the
+        transport's share of the head), and each machine's account."""
+        wall, cpu, began = self._clock
+        elapsed = time.perf_counter() - wall
+        return {"count": self.workers, "ray": self.ray_address,
+                "start_seconds": round(wall - began, 3),
+                "search_seconds": round(elapsed, 3),
+                "head_cpu_seconds": round(time.process_time() - cpu, 3),
+                "machines": machines(self.workers_seen, elapsed)}
+
+    def before_progress(self) -> None:
+        self.stats.workers = self.workers_report()
 
     # How the workers are reached: worker processes over pipes here; Ray actors in
     # cmc/engine/rayworkers.py (the same jobs, handlers and merge).
@@ -407,14 +483,10 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
     LOOKAHEAD = 4
 
     def run(self) -> Outcome:
-        self.pool = self._start_pool(_fast_worker, FastHandler,
-                                     lambda i: (self.worker_model, i, self.KEEP_PER_WORKER))
         self.holder: dict = {}          # world -> the worker keeping a snapshot of it
         self.ready: list[_Job] = []     # made ready, not sent, in BFS order
-        try:
-            return self._search()
-        finally:
-            self._stop_pool(self.pool)
+        return self._with_pool(_fast_worker, FastHandler,
+                         lambda i: (self.worker_model, i, self.KEEP_PER_WORKER))
 
     def _submit(self, fp, actions, depth) -> list:
         if not actions:

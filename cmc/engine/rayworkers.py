@@ -12,8 +12,14 @@ An actor that dies (its machine lost, killed) costs only the jobs it had not ans
 every job carries its world's path, so they go to the live actors, which replay the
 worlds (the snapshots the dead one kept are gone), and since answers are still merged
 in the order the jobs were made, the result is unchanged. Only with no actor left does
-the search end (exit 3). Not yet: per-machine progress, and the check that every
-machine has the model's binaries (docs/design.md, the plan).
+the search end (exit 3).
+
+At start each actor checks its machine (cmc/machines.py: cmc's version, the programs
+and files the commands name, by content; a scratch directory at the head's path where
+there is none): what is missing is a usage error naming the machine. Each answer
+carries the seconds its job took, so the head keeps every machine's account (the
+Progress lines and the JSON report's `workers`). docs/distributed.md says how to run
+it on a real cluster.
 """
 from __future__ import annotations
 
@@ -21,9 +27,9 @@ import socket
 import sys
 from collections import deque
 
-from ..errors import UsageError
+from ..errors import UnsupportedMachine, UsageError
 from .model import EngineLimit
-from .parallel import FastParallelBreadthFirst, ParallelBreadthFirst, _Worker
+from .parallel import Accounted, FastParallelBreadthFirst, ParallelBreadthFirst, _Worker, timed
 
 
 def _ray():
@@ -62,20 +68,42 @@ def connect(address: str):
 class _Handled:
     """The actor: a handler of parallel.py's, and the host it runs on."""
 
-    def __init__(self, handler, args):
+    def __init__(self, handler, args, machine_check):
         self.handler = handler(*args)
+        self.machine_check = machine_check
+
+    def check(self) -> tuple[str, list[str]]:
+        """The start-up check of this machine (cmc/machines.py): its host name, and
+        what it lacks to run the model."""
+        if self.machine_check is None:
+            return socket.gethostname(), []
+        return self.machine_check.run()
 
     def handle(self, job):
-        return self.handler.handle(job)
-
-    def host(self) -> str:
-        return socket.gethostname()
+        answer, seconds = timed(self.handler, job)
+        return _here(answer), seconds
 
     def close(self) -> None:
-        self.handler.close()
+        try:
+            self.handler.close()
+        finally:
+            if self.machine_check is not None:
+                self.machine_check.close()
 
 
-class RayWorker:
+def _here(answer):
+    """A job's answer, with a machine error (no seccomp user notification, say) naming
+    this machine, since the head raises it as its own."""
+    last = answer[-1] if isinstance(answer, list) and answer else answer
+    if isinstance(last, tuple) and last[0] == "raise" and \
+            isinstance(last[1], UnsupportedMachine):
+        named = ("raise", UnsupportedMachine(f"on the Ray node {socket.gethostname()}: "
+                                             f"{last[1]}"))
+        return answer[:-1] + [named] if isinstance(answer, list) else named
+    return answer
+
+
+class RayWorker(Accounted):
     """parallel._Worker's interface over a Ray actor: `send` returns the box the
     answer lands in; answers are read in the order the jobs were sent."""
 
@@ -83,7 +111,8 @@ class RayWorker:
 
     def __init__(self, ray, index: int, handler, args: tuple, owner):
         self.ray, self.index, self.owner = ray, index, owner
-        self.actor = ray.remote(_Handled).options(num_cpus=1).remote(handler, args)
+        self.actor = ray.remote(_Handled).options(num_cpus=1).remote(handler, args,
+                                                                     owner.machine_check)
         self.waiting: deque = deque()   # (box, future, job) of the jobs sent, in order
         self.drop: list = []
         self.host = "?"
@@ -96,13 +125,15 @@ class RayWorker:
     def read_one(self) -> None:
         box, future, message = self.waiting[0]
         try:
-            answer = self.ray.get(future)
-        except self.ray.exceptions.RayActorError:
+            answer, seconds = self.ray.get(future)
+        except (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError):
+            # the actor died, or its machine did with answers held in its object store
             orphans = [(b, m) for b, _, m in self.waiting]
             self.waiting.clear()
             self.owner._lost(self, orphans)
             return
         self.waiting.popleft()
+        self.account(answer, seconds)
         box.append(answer)
 
     def died(self) -> EngineLimit:
@@ -120,12 +151,18 @@ class RayWorker:
 
 class _OnRay:
     ray_address = "local"
+    machine_check = None        # what each machine must have (cmc/machines.py), from check.py
 
     def _lost(self, dead: RayWorker, orphans: list) -> None:
         """An actor died: its unanswered jobs go to the live ones (without the list of
         snapshots to drop, which were the dead one's), the worlds it kept are
         forgotten. With none left, every box says so (the search ends, exit 3)."""
         self.pool.remove(dead)
+        dead.lost = True
+        try:
+            dead.ray.kill(dead.actor)           # if only its answers were lost
+        except Exception:       # noqa: BLE001 — it is dead already
+            pass
         for fp in [fp for fp, w in getattr(self, "holder", {}).items() if w is dead]:
             del self.holder[fp]
         print(f"cmc: Ray actor {dead.index} (on {dead.host}) was lost; its "
@@ -151,11 +188,33 @@ class _OnRay:
         return super()._result(handle)
 
     def _start_pool(self, target, handler, args_of) -> list:
+        """The actors, each checked on its machine (docs/distributed.md): a machine
+        that lacks cmc, a program or a file is a usage error naming it and them."""
         ray = connect(self.ray_address)
         self._moved: dict = {}
         pool = [RayWorker(ray, i, handler, args_of(i), self) for i in range(self.workers)]
-        for w, host in zip(pool, ray.get([w.actor.host.remote() for w in pool])):
-            w.host = host
+        try:
+            for w in pool:
+                w.checked = w.actor.check.remote()
+            faults = []
+            for w in pool:
+                try:
+                    w.host, problems = ray.get(w.checked)
+                except ray.exceptions.RayError as e:
+                    first = next((line for line in str(e).splitlines()
+                                  if "Error" in line), str(e).splitlines()[0])
+                    faults.append(f"Ray actor {w.index} could not start: {first.strip()}")
+                    continue
+                faults += [f"Ray actor {w.index} on {w.host}: {p}" for p in problems]
+            if faults:
+                raise UsageError("cmc: --ray: not every machine can run this model:\n  "
+                                 + "\n  ".join(faults) + "\nEvery machine needs cmc (the "
+                                 "same version), the node programs and the files their "
+                                 "commands name, at the same paths as here "
+                                 "(docs/distributed.md).")
+        except BaseException:
+            self._stop_pool(pool)
+            raise
         return pool
 
     def _stop_pool(self, pool: list) -> None:

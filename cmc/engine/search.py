@@ -84,7 +84,11 @@ class Search:
         now = time.monotonic()
         if now - self._last_progress >= PROGRESS_EVERY:
             self._last_progress = now
+            self.before_progress()
             self.reporter.progress(self.stats)
+
+    def before_progress(self) -> None:
+        """Bring what the progress shows up to date (the workers' accounts)."""
 
     # -- the visited map -------------------------------------------------------------
     def path(self, fp: bytes) -> tuple[list[tuple], list[bytes]]:

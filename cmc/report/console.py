@@ -30,7 +30,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .tlc import TlcReporter, duration
+from .tlc import TlcReporter, duration, machine_lines
 
 REFRESH_PER_SECOND = 4      # often enough to look alive, rarely enough to cost nothing
 RATE_WINDOW = 5.0           # seconds of history the states/s figure averages over
@@ -56,6 +56,7 @@ class LiveReporter(TlcReporter):
                                soft_wrap=True)
         self.live: Live | None = None
         self.snapshot = (0, 0, 0, 0, 0)     # generated, distinct, queue, depth, walks
+        self.machines: list[str] = []       # --ray: a line per machine
         self.samples: collections.deque = collections.deque()
 
     def say(self, line: str = "") -> None:
@@ -77,6 +78,7 @@ class LiveReporter(TlcReporter):
     def progress(self, stats, force: bool = False) -> None:
         self.snapshot = (stats.generated, stats.distinct, stats.queue, stats.depth,
                          getattr(stats, "walks", 0))
+        self.machines = machine_lines(stats)
         now = time.time()
         if not self.samples or now - self.samples[-1][0] >= 0.2:
             self.samples.append((now, stats.generated))
@@ -109,7 +111,8 @@ class LiveReporter(TlcReporter):
         table.add_row(*(Text(h, style="dim") for h in heads))
         table.add_row(*(Text(c, style="bold") for c in cells))
         title = "Simulating" if self.simulation else "Model checking"
-        return Group(Text(f"{title}…", style="cyan"), table)
+        return Group(Text(f"{title}…", style="cyan"), table,
+                     *(Text(line, style="dim") for line in self.machines))
 
     def close(self) -> None:
         """Stop and erase the display (idempotent); what follows is plain text."""

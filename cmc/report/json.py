@@ -46,6 +46,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         "live_steps": live_steps,
         "trace_file": trace_file,
         "elapsed_seconds": round(elapsed, 3),
+        "workers": None,
     }
     if seed is not None:
         data["simulation"] = {"seed": seed, "walks": walks, "failing_walk": None,
@@ -59,6 +60,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
                       "left_on_queue": st.queue}
     data["depth"] = st.depth
     data["copies"] = st.copies
+    data["workers"] = st.workers
     data["bounded"] = outcome.bounded
     if outcome.verdict == "ok":
         data["message"] = "No error has been found."

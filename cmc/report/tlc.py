@@ -214,6 +214,8 @@ class TlcReporter:
         self.say(f"Progress({stats.depth}) at {stamp(now)}: {stats.generated} states generated "
                  f"({int(stats.generated / minutes)} s/min), {stats.distinct} distinct states found "
                  f"({int(stats.distinct / minutes)} ds/min), {stats.queue} states left on queue.")
+        for line in machine_lines(stats):
+            self.say(line)
 
     def finish(self, outcome: Outcome, live_steps: int | None = None,
                bound: str | None = None) -> None:
@@ -267,6 +269,23 @@ class TlcReporter:
     def end(self) -> None:
         now = time.time()
         self.say(f"Finished in {duration(now - self.started)} at ({stamp(now)})")
+
+
+def machine_lines(stats: Stats) -> list[str]:
+    """Under a Progress line of a --ray search, one line per machine: its workers, the
+    states they generated (and per minute), the share of their time spent on jobs."""
+    workers = getattr(stats, "workers", None)
+    if not workers or not workers.get("ray"):
+        return []
+    out = []
+    for m in workers["machines"]:
+        lost = f", {m['lost']} lost" if m["lost"] else ""
+        rate = int((m["states_per_second"] or 0) * 60)
+        busy = f", {m['busy']:.0%} busy" if m["busy"] is not None else ""
+        out.append(f"  Machine {m['host']}: {m['workers']} worker"
+                   f"{'s' if m['workers'] != 1 else ''}{lost}, {m['generated']} states "
+                   f"generated ({rate} s/min){busy}.")
+    return out
 
 
 def simulation_progress(stats: Stats) -> str:
