@@ -29,6 +29,7 @@ from .report.tlc import KIND_WORDING, TlcReporter
 from .report.trace import conflicts, read_trace, write_trace
 from .interrupts import interrupts_held
 from .scratch import Scratch
+from .machines import pin_cpu
 
 DEFAULT_LIVE_STEPS = 100
 DEFAULT_CHANNEL_CAP = 64
@@ -65,26 +66,6 @@ def run_build(model):
         tail = r.stdout.decode(errors="replace").strip()[-2000:]
         raise ModelError(f"build command failed with status {r.returncode}:\n{tail}",
                          b.loc.file, b.loc.line, b.loc.col, b.loc.source_line)
-
-
-def pin_cpu(index: int | None = None) -> None:
-    """Run this process, and the node processes it starts, on one CPU. cmc and a
-    node take turns (a notification, its answer): on one CPU the hand-over is a
-    local context switch, not a wake-up of another CPU, which costs far more
-    (docs/performance.md). Worker `index` takes the index-th allowed CPU (mod
-    their number); a lone search the CPU it is running on."""
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-        if index is not None:
-            cpu = allowed[index % len(allowed)]
-        else:
-            with open("/proc/self/stat") as f:
-                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
-            if cpu not in allowed:
-                cpu = allowed[0]
-        os.sched_setaffinity(0, {cpu})
-    except (OSError, ValueError, IndexError):
-        pass            # not pinned: slower, the same results
 
 
 def spec_for(model, args):
@@ -266,7 +247,8 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
             search = type(search.__name__, (FastRayBreadthFirst if args.fast
                                             else RayBreadthFirst,),
                           {"ray_address": args.ray, "machine_check": MachineCheck(
-                              [(n.name, n.argv) for n in spec.nodes], root)})
+                              [(n.name, n.argv) for n in spec.nodes], root,
+                              pin=not args.no_pin)})
         return search(system_model, props, reporter, workers=args.workers,
                                     worker_model=worker_model, max_depth=args.max_depth,
                                     fast=args.fast, **common)

@@ -20,6 +20,26 @@ from . import __version__
 from .scratch import Scratch
 
 
+def pin_cpu(index: int | None = None) -> None:
+    """Run this process, and the node processes it starts, on one CPU. cmc and a
+    node take turns (a notification, its answer): on one CPU the hand-over is a
+    local context switch, not a wake-up of another CPU, which costs far more
+    (docs/performance.md). Worker `index` takes the index-th allowed CPU (mod
+    their number); a lone search the CPU it is running on."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        if index is not None:
+            cpu = allowed[index % len(allowed)]
+        else:
+            with open("/proc/self/stat") as f:
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+            if cpu not in allowed:
+                cpu = allowed[0]
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError, IndexError):
+        pass            # not pinned: slower, the same results
+
+
 def digest(path: str) -> str:
     """The hash of a file's bytes, to tell one build from another."""
     h = hashlib.blake2b(digest_size=16)
@@ -33,8 +53,10 @@ class MachineCheck:
     """Made on the head from the nodes' commands ((name, argv) each) and the run's
     scratch directory; `run` on each machine, `close` when its actor ends."""
 
-    def __init__(self, commands: list[tuple[str, tuple[str, ...]]], workroot: str):
+    def __init__(self, commands: list[tuple[str, tuple[str, ...]]], workroot: str,
+                 pin: bool = True):
         self.version = __version__
+        self.pin = pin
         self.workroot = workroot
         self.files: list[tuple[str, str, str]] = []     # (node, path, digest)
         seen = set()
@@ -73,6 +95,12 @@ class MachineCheck:
         if not problems and not os.path.isdir(self.workroot):
             self.scratch = Scratch(self.workroot)
         return socket.gethostname(), problems
+
+    def pin_here(self, rank: int) -> None:
+        """Pin the actor (and the nodes it starts) to one CPU, as worker processes are:
+        `rank` is its place among this run's actors on its machine (unless --no-pin)."""
+        if self.pin:
+            pin_cpu(rank)
 
     def close(self) -> None:
         if self.scratch is not None:

@@ -29,7 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cmc.adapter import ClusterModel, engine_properties    # noqa: E402
-from cmc.check import Run, make_search, pin_cpu, spec_for   # noqa: E402
+from cmc.check import Run, make_search, spec_for           # noqa: E402
+from cmc.machines import pin_cpu                     # noqa: E402
 from cmc.cli import parse_args                               # noqa: E402
 from cmc.engine.model import NullReporter           # noqa: E402
 from cmc.kernel.node import COUNTERS                 # noqa: E402

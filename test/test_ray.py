@@ -75,6 +75,16 @@ def test_ray_with_another_search_is_a_usage_error():
 
 
 @needs_ray
+def test_more_workers_than_the_cluster_has_cpus_is_a_usage_error():
+    """Ray would keep the actors past its CPUs waiting for ever: refused at once."""
+    r = run_cmc("--model-file", DURLOG, "--ray", "local", "--workers", "999", cwd=MODELS)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert re.search(r"^cmc: --ray: --workers 999 needs 999 CPUs \(one per actor\); the Ray "
+                     r"cluster has \d+$", r.stderr, re.M), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@needs_ray
 @pytest.mark.parametrize("mode", ["--fast", "--no-fast"])
 def test_ray_local_gives_one_workers_results(tmp_path, mode):
     for bin_ in ("../demo/build/durlog", "../demo/build/durlog-bug"):

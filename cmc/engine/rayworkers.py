@@ -79,6 +79,10 @@ class _Handled:
             return socket.gethostname(), []
         return self.machine_check.run()
 
+    def pin(self, rank: int) -> None:
+        if self.machine_check is not None:
+            self.machine_check.pin_here(rank)
+
     def handle(self, job):
         answer, seconds = timed(self.handler, job)
         return _here(answer), seconds
@@ -191,6 +195,11 @@ class _OnRay:
         """The actors, each checked on its machine (docs/distributed.md): a machine
         that lacks cmc, a program or a file is a usage error naming it and them."""
         ray = connect(self.ray_address)
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        if self.workers > cpus:         # the actors past that would wait for ever
+            disconnect()
+            raise UsageError(f"cmc: --ray: --workers {self.workers} needs {self.workers} "
+                             f"CPUs (one per actor); the Ray cluster has {cpus}")
         self._moved: dict = {}
         pool = [RayWorker(ray, i, handler, args_of(i), self) for i in range(self.workers)]
         try:
@@ -206,6 +215,13 @@ class _OnRay:
                     faults.append(f"Ray actor {w.index} could not start: {first.strip()}")
                     continue
                 faults += [f"Ray actor {w.index} on {w.host}: {p}" for p in problems]
+            ranks: dict[str, int] = {}      # each actor's place among those on its host
+            pinned = []
+            for w in pool:
+                if w.host != "?":
+                    pinned.append(w.actor.pin.remote(ranks.setdefault(w.host, 0)))
+                    ranks[w.host] += 1
+            ray.get(pinned)
             if faults:
                 raise UsageError("cmc: --ray: not every machine can run this model:\n  "
                                  + "\n  ".join(faults) + "\nEvery machine needs cmc (the "
