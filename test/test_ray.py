@@ -146,9 +146,23 @@ def test_a_lost_actor_costs_only_its_jobs(tmp_path):
 
 # -- two machines on one: the second raylet in namespaces of its own ----------------------
 OTHER = "cmc-other"
+
+
+def namespaces_work() -> bool:
+    """unshare(1) can make a UTS and mount namespace and mount a tmpfs in it (root,
+    outside a container that forbids it)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--mount", "--uts", "--propagation", "private", "sh",
+                            "-c", f"hostname {OTHER} && mount -t tmpfs none /dev/shm"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return probe.returncode == 0
+
+
 can_unshare = pytest.mark.skipif(
-    not HAS_RAY or os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="needs Ray, root and unshare(1) (util-linux) for a second machine's namespaces")
+    not HAS_RAY or not namespaces_work(),
+    reason="needs Ray, and root with unshare(1) (util-linux) for a second machine's "
+           "namespaces")
 
 
 @contextlib.contextmanager
