@@ -114,10 +114,12 @@ class Accounted:
 
     host = socket.gethostname()
     lost = False
+    generated = 0
+    busy = 0.0
 
     def account(self, answer, seconds: float) -> None:
-        self.generated = getattr(self, "generated", 0) + states_in(answer)
-        self.busy = getattr(self, "busy", 0.0) + seconds
+        self.generated += states_in(answer)
+        self.busy += seconds
 
 
 def machines(workers: list, elapsed: float) -> list[dict]:
@@ -129,8 +131,8 @@ def machines(workers: list, elapsed: float) -> list[dict]:
                                     "generated": 0, "busy_seconds": 0.0})
         m["workers"] += 1
         m["lost"] += int(w.lost)
-        m["generated"] += getattr(w, "generated", 0)
-        m["busy_seconds"] += getattr(w, "busy", 0.0)
+        m["generated"] += w.generated
+        m["busy_seconds"] += w.busy
     for m in out.values():
         m["states_per_second"] = round(m["generated"] / elapsed, 1) if elapsed > 0 else None
         m["busy"] = round(m["busy_seconds"] / (m["workers"] * elapsed), 3) if elapsed > 0 \
