@@ -20,9 +20,9 @@ import os
 
 from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
-from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec
+from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
 from .kernel.fork import ForkFailed, NotForkable, Roots
-from .lang import (EvaluationError, check_property, history_rows, history_violations,
+from .lang import (EvaluationError, StateChecks, history_rows, history_violations,
                    reply_record)
 
 
@@ -60,11 +60,14 @@ class PropertyEvaluationError(ModelError):
 
 def engine_properties(model) -> list[Property]:
     """The model's properties as the engine checks them, on the kernel's world views;
-    a linearizable property on the history in them, which a report shows (`detail`)."""
+    a linearizable property on the history in them, which a report shows (`detail`).
+    A state property is evaluated once per value of what it reads (StateChecks)."""
+    checks = StateChecks(digest)
+
     def checker(p):
         def check(view, next_view):
             try:
-                return check_property(p, view, next_view)
+                return checks.check(p, view, next_view)
             except EvaluationError as err:
                 raise PropertyEvaluationError(err, view, next_view) from None
         return check

@@ -29,6 +29,11 @@ from .node import Node
 from .sockets import close_vfd
 
 
+def digest(data: bytes) -> bytes:
+    """The 128-bit hash of a text that a world's fingerprint is (xxh3-128)."""
+    return xxhash.xxh3_128_digest(data)
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     name: str
@@ -465,7 +470,7 @@ class Cluster:
         return node.durable
 
     def fingerprint(self) -> bytes:
-        return xxhash.xxh3_128_digest(repr(self._world()).encode())
+        return digest(repr(self._world()).encode())
 
     NODE_FIELDS = ("name", "alive", "incarnation", "state or input history", "durable state",
                    "blocked call (what, timeout ns)",

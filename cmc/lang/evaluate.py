@@ -42,6 +42,86 @@ def check_property(prop: Property, world: dict, next_world: dict | None = None) 
     return value
 
 
+def world_names_read(expr: Expr) -> tuple[str, ...] | None:
+    """The names of a world ``expr`` reads, sorted: those of WORLD_NAMES it names, and
+    "params" when it names anything else (a param, or a bound variable: reading too
+    much only costs a miss). None when it reads the world after a transition (a
+    primed name)."""
+    names: set[str] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Name):
+            if e.primed:
+                return None
+            names.add(e.name if e.name in WORLD_NAMES else "params")
+        elif isinstance(e, Field):
+            stack.append(e.base)
+        elif isinstance(e, Index):
+            stack += (e.base, e.key)
+        elif isinstance(e, ListExpr):
+            stack += e.items
+        elif isinstance(e, Call):
+            stack += e.args
+        elif isinstance(e, Unary):
+            stack.append(e.operand)
+        elif isinstance(e, Binary):
+            stack += (e.left, e.right)
+        elif isinstance(e, Quantifier):
+            stack += (e.domain, e.body)
+        elif not isinstance(e, Literal):
+            return None                   # a kind of expression this does not know
+    return tuple(sorted(names))
+
+
+class StateChecks:
+    """check_property on the worlds of one run, remembering each property's value by
+    what it reads of a world: two worlds that agree on the world names a property
+    reads (node states, say, with different messages in flight) give it the same
+    value, so it is evaluated once. Exact: the key is the whole text (repr) of those
+    values, hashed to 128 bits like a world's fingerprint; action properties (which
+    read the world after) are evaluated every time. At most LIMIT values are kept
+    per property; then the memory starts again (the values, not the verdicts, are
+    what is forgotten)."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self, hasher):
+        self._hash = hasher               # bytes -> a short digest (cmc passes xxh3-128)
+        self._memo: dict[int, dict] = {}
+        self._view = None                 # the last world seen, kept alive so that no
+        self._texts: dict = {}            # other takes its id; its texts by names read
+
+    def check(self, prop: Property, world: dict, next_world: dict | None = None) -> bool:
+        reads = _reads_of(prop)
+        if reads is None or next_world is not None:
+            return check_property(prop, world, next_world)
+        if world is not self._view:
+            self._view, self._texts = world, {}
+        key = self._texts.get(reads)
+        if key is None:
+            key = self._hash(repr([world.get(name) for name in reads]).encode())
+            self._texts[reads] = key
+        memo = self._memo.setdefault(id(prop), {})
+        value = memo.get(key)
+        if value is None:
+            value = check_property(prop, world, None)
+            if len(memo) >= self.LIMIT:
+                memo.clear()
+            memo[key] = value
+        return value
+
+
+_READS: dict[int, tuple[Property, tuple[str, ...] | None]] = {}
+
+
+def _reads_of(prop: Property) -> tuple[str, ...] | None:
+    hit = _READS.get(id(prop))
+    if hit is None or hit[0] is not prop:
+        hit = _READS[id(prop)] = (prop, world_names_read(prop.expr))
+    return hit[1]
+
+
 def evaluate(expr: Expr, world: dict, next_world: dict | None = None,
              bindings: dict | None = None) -> object:
     """The value of ``expr``. ``bindings`` give values to free variables."""
