@@ -91,11 +91,13 @@ class _Tracked:
         self._c = cluster
         self._owner = owner
         self.is_copy = is_copy
+        self._saved: list = []          # the record as the copies load it (fork_world)
 
     def actions(self) -> list[Action]:
         return [engine_action(a) for a in self._c.actions()]
 
     def apply(self, key) -> Action:
+        self._saved.clear()
         try:
             return engine_action(self._c.apply(key))
         except (NotForkable, ForkFailed) as e:
@@ -115,13 +117,15 @@ class _Tracked:
     def drain(self) -> dict:
         """Each node's emulated calls and stdout/stderr since the last drain:
         {node name: {"calls": [str], "stdout": str, "stderr": str}}."""
+        self._saved.clear()
         return self._c.drain()
 
     def fork(self) -> "_Tracked | None":
         """A copy of this world (--fast), or None when it cannot be copied faithfully
         (the engine replays it then)."""
         try:
-            twin = _Tracked(self._c.fork(self._owner.new_root()), self._owner, is_copy=True)
+            twin = _Tracked(self._c.fork(self._owner.new_root(), self._saved), self._owner,
+                            is_copy=True)
         except NotForkable:
             return None
         except ForkFailed as e:
@@ -131,6 +135,7 @@ class _Tracked:
         return twin
 
     def close(self):
+        self._saved.clear()
         self._c.close()
         self._owner.open.discard(self)
 

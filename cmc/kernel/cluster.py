@@ -223,9 +223,10 @@ class Cluster:
                 drop_root(self.own_root)
                 self.own_root = None
 
-    def fork(self, root: str) -> "Cluster":
-        """A copy of this (quiescent) world, without a replay: see fork.py."""
-        return fork_world(self, root)
+    def fork(self, root: str, saved: list | None = None) -> "Cluster":
+        """A copy of this (quiescent) world, without a replay: see fork.py (`saved`:
+        fork_world's)."""
+        return fork_world(self, root, saved)
 
     def settle(self) -> None:
         """Run every node whose blocked call can now complete, in node order,

@@ -119,15 +119,31 @@ class _WorldPickler(pickle.Pickler):
         return NotImplemented
 
 
-def copy_record(obj, shared: list):
-    """A deep copy of obj in which the objects of `shared` are not copied."""
+def save_record(obj, shared: list) -> tuple[bytes, dict[int, object]]:
+    """obj pickled, with the objects of `shared` (and those of _BY_IDENTITY types) by
+    reference: the bytes and what they refer to. `load_record` makes a deep copy of obj
+    from them, as often as asked, while obj is not changed."""
     _SHARED.update((id(o), o) for o in shared)
     try:
         buf = io.BytesIO()
         _WorldPickler(buf, pickle.HIGHEST_PROTOCOL).dump(obj)
-        return pickle.loads(buf.getbuffer())
+        return buf.getvalue(), dict(_SHARED)
     finally:
         _SHARED.clear()
+
+
+def load_record(saved: tuple[bytes, dict[int, object]]):
+    data, refs = saved
+    _SHARED.update(refs)
+    try:
+        return pickle.loads(data)
+    finally:
+        _SHARED.clear()
+
+
+def copy_record(obj, shared: list):
+    """A deep copy of obj in which the objects of `shared` are not copied."""
+    return load_record(save_record(obj, shared))
 
 
 # -- what a process holds ---------------------------------------------------------------
@@ -415,11 +431,13 @@ def _again(tap, pid: int, held, name: str):
 _BY_IDENTITY.update((Lease, Roots))
 
 
-def fork_world(cluster, root: str):
+def fork_world(cluster, root: str, saved: list | None = None):
     """A copy of `cluster` (a quiescent world) working under directory `root`: its
     record copied, every node lent to both (nothing is forked until a world runs
     the node, `Lease.take`). Raises NotForkable for a world a node of which could not be
-    forked when it runs."""
+    forked when it runs. `saved`, a list the caller keeps while nothing runs `cluster`
+    (and empties when something does): its pickled record, made by the first copy
+    and loaded again by the next (lending a node twice changes nothing)."""
     if cluster.own_root is None or len(root) != len(cluster.own_root):
         raise NotForkable("the copy's directory would not be as long as the original's")
     for n in cluster.nodes:
@@ -427,7 +445,12 @@ def fork_world(cluster, root: str):
         if n.lease is not None and isinstance(n.lease.plan, NotForkable):
             raise n.lease.plan          # found when a copy of this world tried to fork it
     leases = [lend(n) for n in cluster.nodes]
-    twin = copy_record(cluster, [cluster.spec])   # leases and listeners shared
+    if saved is None:
+        twin = copy_record(cluster, [cluster.spec])   # leases and listeners shared
+    else:
+        if not saved:
+            saved.append(save_record(cluster, [cluster.spec]))
+        twin = load_record(saved[0])
     twin.own_root = root
     twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
     os.makedirs(twin.outdir)
