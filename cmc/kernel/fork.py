@@ -87,7 +87,7 @@ def _fill_cell(cell, value) -> None:
     cell.cell_contents = value
 
 
-_SHARED: dict[int, object] = {}        # during copy_record: objects not copied
+_SHARED: dict[int, object] = {}        # during save/load_record: not copied
 _BY_IDENTITY: set[type] = {Tap}         # never copied: a listener, and a Lease (below)
 
 
@@ -139,11 +139,6 @@ def load_record(saved: tuple[bytes, dict[int, object]]):
         return pickle.loads(data)
     finally:
         _SHARED.clear()
-
-
-def copy_record(obj, shared: list):
-    """A deep copy of obj in which the objects of `shared` are not copied."""
-    return load_record(save_record(obj, shared))
 
 
 # -- what a process holds ---------------------------------------------------------------
@@ -446,11 +441,10 @@ def fork_world(cluster, root: str, saved: list | None = None):
             raise n.lease.plan          # found when a copy of this world tried to fork it
     leases = [lend(n) for n in cluster.nodes]
     if saved is None:
-        twin = copy_record(cluster, [cluster.spec])   # leases and listeners shared
-    else:
-        if not saved:
-            saved.append(save_record(cluster, [cluster.spec]))
-        twin = load_record(saved[0])
+        saved = []
+    if not saved:
+        saved.append(save_record(cluster, [cluster.spec]))   # leases and listeners shared
+    twin = load_record(saved[0])
     twin.own_root = root
     twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
     os.makedirs(twin.outdir)

@@ -88,21 +88,23 @@ class StateChecks:
 
     def __init__(self, hasher):
         self._hash = hasher               # bytes -> a short digest (cmc passes xxh3-128)
-        self._memo: dict[int, dict] = {}
+        self._props: dict[int, tuple] = {}  # id -> (the property, names read, its values)
         self._view = None                 # the last world seen, kept alive so that no
-        self._texts: dict = {}            # other takes its id; its texts by names read
+        self._texts: dict = {}            # other takes its id; its keys by names read
 
     def check(self, prop: Property, world: dict, next_world: dict | None = None) -> bool:
-        reads = _reads_of(prop)
+        known = self._props.get(id(prop))
+        if known is None or known[0] is not prop:
+            known = self._props[id(prop)] = (prop, world_names_read(prop.expr), {})
+        _, reads, memo = known
         if reads is None or next_world is not None:
             return check_property(prop, world, next_world)
         if world is not self._view:
             self._view, self._texts = world, {}
         key = self._texts.get(reads)
         if key is None:
-            key = self._hash(repr([world.get(name) for name in reads]).encode())
-            self._texts[reads] = key
-        memo = self._memo.setdefault(id(prop), {})
+            key = self._texts[reads] = self._hash(
+                repr([world.get(name) for name in reads]).encode())
         value = memo.get(key)
         if value is None:
             value = check_property(prop, world, None)
@@ -110,16 +112,6 @@ class StateChecks:
                 memo.clear()
             memo[key] = value
         return value
-
-
-_READS: dict[int, tuple[Property, tuple[str, ...] | None]] = {}
-
-
-def _reads_of(prop: Property) -> tuple[str, ...] | None:
-    hit = _READS.get(id(prop))
-    if hit is None or hit[0] is not prop:
-        hit = _READS[id(prop)] = (prop, world_names_read(prop.expr))
-    return hit[1]
 
 
 def evaluate(expr: Expr, world: dict, next_world: dict | None = None,
