@@ -28,6 +28,7 @@ from .report.html import report_from_trace, write_html
 from .report.tlc import KIND_WORDING, TlcReporter
 from .report.trace import conflicts, read_trace, write_trace
 from .interrupts import interrupts_held
+from .resources import Bound, default_bound
 from .scratch import Scratch
 from .machines import pin_cpu
 
@@ -130,10 +131,12 @@ def check(args, run: Run) -> Outcome:
     if args.simulate:
         run.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     reporter = make_reporter()
-    scratch = Scratch()
+    scratch = Scratch(parent=args.scratch)
     workroot = scratch.path
+    memory_bound = Bound(args.max_memory or default_bound(), workroot)
     system_model = ClusterModel(spec_for(model, args), workroot, many=args.fast)
     try:
+        memory_bound.start()
         reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
         search = make_search(args, run, system_model, props, reporter, live_steps)
         affinity = os.sched_getaffinity(0)
@@ -169,6 +172,7 @@ def check(args, run: Run) -> Outcome:
             write_report_page(args.html, model, outcome, steps, reporter)
         return outcome
     finally:
+        memory_bound.stop()
         _end_run(system_model, scratch, reporter.close)
 
 
@@ -277,9 +281,11 @@ def replay_trace(args, run: Run, model, trace: dict) -> Outcome:
     prop = next(p for p in engine_properties(model) if p.name == name)
     keys = trace["keys"]
     reporter = TlcReporter()
-    scratch = Scratch()
+    scratch = Scratch(parent=args.scratch)
     system_model = ClusterModel(spec_for(model, args), scratch.path, recording=True)
+    memory_bound = Bound(args.max_memory or default_bound(), scratch.path)
     try:
+        memory_bound.start()
         reporter.start(replay=True)
         reporter.say(f"Replaying {args.replay}: {len(keys) + 1} states, from a behavior that "
                      f"violated {prop.kind} {prop.name}.")
@@ -306,4 +312,5 @@ def replay_trace(args, run: Run, model, trace: dict) -> Outcome:
             write_report_page(args.html, model, outcome, steps, reporter)
         return outcome
     finally:
+        memory_bound.stop()
         _end_run(system_model, scratch)

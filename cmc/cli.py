@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import signal
 import sys
 import time
@@ -20,6 +21,7 @@ from .errors import CmcError, ModelError, UsageError
 from .report import json as json_report
 from .report.tlc import render_evaluated_in
 from .interrupts import drop_interrupts, hold_interrupts
+from .resources import parse_size
 from .scratch import remove_all
 
 EXIT_OK, EXIT_VIOLATION, EXIT_MODEL = 0, 1, 2
@@ -113,6 +115,12 @@ def parse_args(argv):
     p.add_argument("--channel-cap", type=_count(1), metavar="N",
                    help=f"more messages than N in flight on a channel is an error (exit 3; "
                    f"default {DEFAULT_CHANNEL_CAP})")
+    p.add_argument("--max-memory", type=_size, metavar="SIZE",
+                   help="the most memory plus scratch space the run may take, e.g. 4G "
+                   "(default: half of the memory available at start; exit 3 before it)")
+    p.add_argument("--scratch", metavar="DIR",
+                   help="where the nodes' directories go (default: $TMPDIR if set, else "
+                   "/dev/shm)")
     p.add_argument("--watchdog", type=float, default=10.0, metavar="SECONDS",
                    help="real time a node may run in one step (default 10)")
     p.add_argument("--no-build", action="store_true", help="skip the model's build command")
@@ -123,6 +131,13 @@ def parse_args(argv):
     args = p.parse_args(argv)
     _validate(args)
     return args
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _validate(args) -> None:
@@ -145,6 +160,8 @@ def _validate(args) -> None:
         raise usage("--dfs D is the depth bound of the depth-first search; drop --max-depth")
     if not args.simulate and (args.seed is not None or args.walks is not None):
         raise usage("--seed and --walks go with --simulate")
+    if args.scratch is not None and not os.path.isdir(args.scratch):
+        raise usage(f"argument --scratch: {args.scratch} is not a directory")
     if args.watchdog <= 0:
         raise usage(f"argument --watchdog: must be positive, got {args.watchdog:g}")
     if args.fast and args.simulate:

@@ -1,9 +1,11 @@
 """Scratch directories: where the nodes of a run work, and how the next run cleans
 up after one that was killed.
 
-A run works in one new directory, `cmc-XXXXXXXX`, in /dev/shm when it has room (a
-memory file system makes a fresh directory per replay or copy cheap; a container's
-small default /dev/shm is not used), else under $TMPDIR or the system's default. A
+A run works in one new directory, `cmc-XXXXXXXX`: in the directory --scratch names;
+else under $TMPDIR when it is set; else in /dev/shm when it has room (a memory file
+system makes a fresh directory per replay or copy cheap; a container's small default
+/dev/shm is not used), else in the system's temporary directory (docs/cmc.md,
+"Memory", says what each costs). A
 run that ends in any way Python sees (exit, exception, Ctrl-C, SIGTERM) removes it.
 One killed with SIGKILL cannot, so ownership is recorded where the kernel keeps it:
 the owner holds an exclusive flock on the directory for as long as it lives, taken
@@ -54,11 +56,11 @@ def _where() -> str | None:
     return None
 
 
-def remove_stale() -> list[str]:
-    """Remove the scratch directories of runs that are gone (in /dev/shm and in the
-    temporary directory); returns their paths."""
+def remove_stale(also: str | None = None) -> list[str]:
+    """Remove the scratch directories of runs that are gone (in /dev/shm, in the
+    temporary directory and in `also`); returns their paths."""
     removed = []
-    for root in dict.fromkeys((SHM, tempfile.gettempdir())):
+    for root in dict.fromkeys((SHM, tempfile.gettempdir()) + ((also,) if also else ())):
         try:
             names = os.listdir(root)
         except OSError:
@@ -85,14 +87,15 @@ def remove_stale() -> list[str]:
 class Scratch:
     """A new scratch directory, owned (locked) by this process until `remove`."""
 
-    def __init__(self, path: str | None = None):
-        """A new directory; `path` makes it at that path (which must not exist): a
-        Ray actor on another machine works at the head's path (rayworkers.py)."""
+    def __init__(self, path: str | None = None, parent: str | None = None):
+        """A new directory, in `parent` (--scratch) or where _where says; `path` makes
+        it at that path (which must not exist): a Ray actor on another machine works
+        at the head's path (rayworkers.py)."""
         self._fd = -1
         with interrupts_held():
-            remove_stale()
+            remove_stale(parent)
             if path is None:
-                self.path = tempfile.mkdtemp(prefix=PREFIX, dir=_where())
+                self.path = tempfile.mkdtemp(prefix=PREFIX, dir=parent or _where())
             else:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 os.mkdir(path, 0o700)

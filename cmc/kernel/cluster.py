@@ -24,6 +24,7 @@ from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, 
                   fmt_addr)
 from .actions import Action, describe_key, message_action
 from .clients import Client
+from .content import compact
 from .dispatch import dispatch
 from .node import Node
 from .sockets import close_vfd
@@ -184,6 +185,7 @@ class Cluster:
             client.conn = self.net.connect(client.name, client.addr, dst)
             client.send_next(self)
         self.settle()
+        self.compact()
 
     def own(self, root: str, roots) -> None:
         """This world, launched in `root`, is one of many side by side (copying): the
@@ -394,7 +396,15 @@ class Cluster:
         self.net.collect()
         self.settle()
         self.net.collect()
+        self.compact()
         return action
+
+    def compact(self) -> None:
+        """The zeros of the nodes' large files become holes (content.compact): a
+        world kept costs what its nodes wrote, not what they preallocated."""
+        for node in self.nodes:
+            if node.lease is None:
+                compact(node.cwd)
 
     def _conn_by_key(self, key: tuple) -> Connection:
         for k, c in self._conns_in_order():

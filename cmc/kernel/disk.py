@@ -29,36 +29,59 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import xxhash
 
 from ..errors import TargetError
 from . import _native
+from .content import CHUNK, Content, sparse
 
 MODES = ("fsync", "fsync partial", "strict", "off")
 
 
 @dataclass(frozen=True)
 class Write:
-    """One unsynced change of a file, as the node issued it."""
+    """One unsynced change of a file, as the node issued it, with what it changed
+    (recorded by Disk.wrote before it runs): the file's size before it and the
+    bytes it overwrote, as sparse runs."""
     ident: tuple
     name: str           # the file's path in the node's directory when it was written
     kind: str           # "write", "truncate" (to offset) or "extend" (to offset + length)
     offset: int
     length: int
     data: bytes | None  # what it wrote (kept under fsync partial)
+    size: int = 0       # the file's size before it
+    before: tuple = ()  # the bytes it overwrote: (offset, bytes) runs, zeros left out
 
-    def apply(self, content: bytes) -> bytes:
+    def span(self, size: int) -> tuple[int, int]:
+        """The range of a file of that size whose bytes this change replaces."""
+        if self.kind == "write":
+            return self.offset, min(self.offset + self.length, size)
         if self.kind == "truncate":
-            return content[:self.offset] + b"\0" * max(0, self.offset - len(content))
-        if self.kind == "extend":
-            end = self.offset + self.length
-            return content + b"\0" * max(0, end - len(content))
-        data = self.data if self.data is not None else b"\0" * self.length
-        if self.offset > len(content):
-            content += b"\0" * (self.offset - len(content))
-        return content[:self.offset] + data + content[self.offset + len(data):]
+            return self.offset, size
+        return 0, 0
+
+    def apply(self, content: Content) -> None:
+        """Do it again on content (forward, from a saved image)."""
+        if self.kind == "truncate":
+            content.truncate(self.offset)
+        elif self.kind == "extend":
+            content.extend(self.offset + self.length)
+        elif self.data is not None:
+            content.write(self.offset, self.data)
+        else:
+            content.zero(self.offset, self.offset + self.length)
+            content.extend(self.offset + self.length)
+
+    def undo(self, content: Content) -> None:
+        """Take it back from content (which it was the last change of)."""
+        start, end = self.span(self.size)
+        if start < end:
+            content.zero(start, end)
+            for off, data in self.before:
+                content.write(off, data)
+        content.truncate(self.size)
 
     def describe(self) -> str:
         if self.kind == "truncate":
@@ -70,11 +93,6 @@ class Write:
 
 def file_id(path: str) -> tuple:
     return _native.file_id(path)
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _walk(root: str):
@@ -114,7 +132,11 @@ class Disk:
         self.on = mode != "off"
         self.partial = mode == "fsync partial"
         self.strict = mode == "strict"
-        self.images: dict[tuple, bytes] = {}
+        self.root = root
+        # Saved durable images (runs, size), by identity: only where a file's durable
+        # contents are not its current ones with its pending writes taken back (a
+        # synced write over unsynced ones, a synced range, a removed name under strict)
+        self.saved: dict[tuple, tuple[tuple, int]] = {}
         self.pending: list[Write] = []
         self.dirs: dict[tuple, dict[str, tuple]] = {}
         self.root_ident = file_id(root) if self.on else None
@@ -129,36 +151,99 @@ class Disk:
     def changed(self) -> None:
         self.generation += 1
 
+    # -- durable contents ------------------------------------------------------------
+    def _durable(self, ident: tuple, path: str | None, kept=(), lost=None) -> Content:
+        """ident's durable contents with the writes `kept` (of the pending ones)
+        reached; path: where it is now (None: nowhere). Without a saved image they
+        are its current contents with the others (`lost`: all) taken back."""
+        if ident in self.saved:
+            runs, size = self.saved[ident]
+            c = Content(runs=runs, size=size)
+            for w in kept:
+                if w.ident == ident:
+                    w.apply(c)
+            return c
+        if path is None:
+            return Content()
+        c = Content.of_path(path)
+        for w in reversed(self.pending if lost is None else lost):
+            if w.ident == ident:
+                w.undo(c)
+        return c
+
+    def _save(self, ident: tuple, path: str | None) -> None:
+        with self._durable(ident, path) as c:
+            self.saved[ident] = (c.runs(), c.size)
+
     # -- what the node does ----------------------------------------------------------
     def wrote(self, w: Write, sync: bool) -> None:
-        """Record write w (about to run natively); with sync it is durable at once."""
+        """Record write w (about to run natively, on the file named w.name in the
+        node's directory); with sync it is durable at once."""
         self.generation += 1
+        path = os.path.join(self.root, w.name)
         if sync:
-            self.images[w.ident] = w.apply(self.images.get(w.ident, b""))
-        else:
-            self.pending.append(w if self.partial or w.kind != "write" else
-                                Write(w.ident, w.name, w.kind, w.offset, w.length, None))
+            if w.ident in self.saved or any(p.ident == w.ident for p in self.pending):
+                with self._durable(w.ident, path) as c:
+                    w.apply(c)
+                    self.saved[w.ident] = (c.runs(), c.size)
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        try:
+            size = os.fstat(fd).st_size if fd >= 0 else 0
+            start, end = w.span(size)
+            before = sparse(os.pread(fd, end - start, start), start) if end > start else ()
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        data = w.data if self.partial or w.kind != "write" else None
+        self.pending.append(Write(w.ident, w.name, w.kind, w.offset, w.length, data,
+                                  size, before))
 
-    def synced(self, ident: tuple, content: bytes) -> None:
+    def synced(self, ident: tuple) -> None:
         """A file's current contents were made durable (fsync of it)."""
-        self.images[ident] = content
+        self.saved.pop(ident, None)
         self.pending = [w for w in self.pending if w.ident != ident]
         self.generation += 1
 
-    def synced_range(self, ident: tuple, content: bytes, start: int, end: int | None) -> None:
+    def synced_range(self, ident: tuple, name: str, start: int, end: int | None) -> None:
         """sync_file_range over [start, end) (end None: to the end of the file)."""
-        if start == 0 and (end is None or end >= len(content)):
-            self.synced(ident, content)
-            return
-        stop = len(content) if end is None else min(end, len(content))
-        image = self.images.get(ident, b"")
-        if len(image) < stop:
-            image += b"\0" * (stop - len(image))
-        self.images[ident] = image[:start] + content[start:stop] + image[stop:]
+        path = os.path.join(self.root, name)
+        with Content.of_path(path) as now:
+            if start == 0 and (end is None or end >= now.size):
+                self.synced(ident)
+                return
+            stop = now.size if end is None else min(end, now.size)
+            with self._durable(ident, path) as c:
+                c.extend(stop)
+                for pos in range(start, stop, CHUNK):
+                    n = min(CHUNK - pos % CHUNK, stop - pos)
+                    c.write(pos, now.chunk(pos // CHUNK)[pos % CHUNK:pos % CHUNK + n])
+                self.saved[ident] = (c.runs(), c.size)
         self.pending = [w for w in self.pending if not (
             w.ident == ident and w.kind == "write" and start <= w.offset and
             (end is None or w.offset + w.length <= end))]
         self.generation += 1
+
+    def removing(self, path: str) -> None:
+        """Under strict, a name is about to be removed (unlink, or a rename over
+        it): a file whose last name it is keeps its durable contents here while a
+        durable listing still names it."""
+        if not self.strict:
+            return
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return
+        ident = file_id(path)
+        if ident in self.saved or not any(
+                e[0] == "file" and e[1] == ident for v in self.dirs.values() for e in v.values()):
+            return
+        self._save(ident, path)
 
     def dir_synced(self, ident: tuple, path: str) -> None:
         """fsync of a directory: under strict, its listing becomes durable."""
@@ -177,30 +262,35 @@ class Disk:
         with the first `reached` unsynced writes applied (fsync partial)."""
         if not self.on:
             return
-        images = dict(self.images)
         kept, lost = self.pending[:reached], self.pending[reached:]
-        for w in kept:
-            images[w.ident] = w.apply(images.get(w.ident, b""))
         thrown = [w.describe() for w in lost]
         if self.strict:
-            thrown += self._rebuild(root, images)
+            thrown += self._rebuild(root, kept, lost)
         else:
-            for rel, kind, full, st in _walk(root):
-                if kind != "file":
+            todo = {w.ident for w in lost} | set(self.saved)
+            for rel, kind, full, st in _walk(root) if todo else ():
+                ident = file_id(full) if kind == "file" else None
+                if ident not in todo:
                     continue
-                want = images.get(file_id(full), b"")
-                if st.st_size != len(want) or _read(full) != want:
-                    with open(full, "r+b") as f:
-                        f.truncate(0)
-                        f.write(want)
+                todo.discard(ident)         # one name of it is enough
+                with self._durable(ident, full, kept, lost) as c:
+                    fd = os.open(full, os.O_RDWR | os.O_CLOEXEC)
+                    try:
+                        c.write_to(fd, whole=ident in self.saved)
+                    finally:
+                        os.close(fd)
         self.thrown = thrown
         self._all_durable(root)
         self.generation += 1
 
-    def _rebuild(self, root: str, images: dict) -> list[str]:
+    def _rebuild(self, root: str, kept: list, lost: list) -> list[str]:
         """strict: the tree as the durable listings say; returns the names lost."""
-        before = {rel for rel, *_ in _walk(root)}
+        before = _walk(root)
         trash = root + ".crashed"
+        where = {}
+        for rel, kind, full, st in before:
+            if kind == "file":
+                where.setdefault(file_id(full), os.path.join(trash, rel))
         os.mkdir(trash)
         for name in os.listdir(root):
             os.rename(os.path.join(root, name), os.path.join(trash, name))
@@ -224,21 +314,19 @@ class Disk:
                 else:
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, entry[2])
                     try:
-                        os.write(fd, images.get(entry[1], b""))
+                        with self._durable(entry[1], where.get(entry[1]), kept, lost) as c:
+                            c.write_to(fd, whole=True)
                     finally:
                         os.close(fd)
                     made[entry[1]] = path
         build(self.root_ident, root)
         shutil.rmtree(trash, ignore_errors=True)
         after = {rel for rel, *_ in _walk(root)}
-        return [f"name {rel}" for rel in sorted(before - after)]
+        return [f"name {rel}" for rel in sorted({rel for rel, *_ in before} - after)]
 
     def _all_durable(self, root: str) -> None:
         self.pending = []
-        self.images = {}
-        for rel, kind, full, st in _walk(root):
-            if kind == "file":
-                self.images[file_id(full)] = _read(full)
+        self.saved = {}
         if self.strict:
             self.dirs = {self.root_ident: self._listing(root)}
             for rel, kind, full, st in _walk(root):
@@ -267,6 +355,7 @@ class Disk:
         """The tree at old_root was copied to new_root: the record follows the copy's
         files (a file no name reaches keeps its old identity: no file of the copy
         has it)."""
+        self.root = new_root
         if not self.on:
             return
         moved = {self.root_ident: file_id(new_root)}
@@ -274,25 +363,34 @@ class Disk:
             if kind in ("file", "dir"):
                 moved[file_id(full)] = file_id(os.path.join(new_root, rel))
         self.root_ident = moved[self.root_ident]
-        self.images = {moved.get(k, k): v for k, v in self.images.items()}
-        self.pending = [Write(moved.get(w.ident, w.ident), *_rest(w)) for w in self.pending]
+        self.saved = {moved.get(k, k): v for k, v in self.saved.items()}
+        self.pending = [replace(w, ident=moved.get(w.ident, w.ident)) for w in self.pending]
         self.dirs = {moved.get(k, k): {name: _moved_entry(e, moved) for name, e in v.items()}
                      for k, v in self.dirs.items()}
 
     # -- what a world holds --------------------------------------------------------------
     def digest(self, root: str) -> str:
-        """The durable contents and the unsynced writes, as a digest of names and
-        contents (no identities: those differ between runs); computed again only
-        when the tree changed."""
+        """The current and durable contents and the unsynced writes, as a digest of
+        names and contents (no identities: those differ between runs); computed
+        again only when the tree changed."""
         if self._digest is not None and self._digest[0] == self.generation:
             return self._digest[1]
         h = xxhash.xxh3_128()
+        durable: dict[tuple, bytes] = {}
+        writing = {w.ident for w in self.pending}
         for rel, kind, full, st in _walk(root):
             h.update(f"{kind} {rel}\0".encode())
             if kind == "file":
                 ident = file_id(full)
-                h.update(xxhash.xxh3_64_digest(_read(full)))
-                h.update(xxhash.xxh3_64_digest(self.images.get(ident, b"")))
+                with Content.of_path(full) as c:
+                    now = c.digest()
+                if ident not in durable:
+                    if ident in self.saved or ident in writing:
+                        with self._durable(ident, full) as c:
+                            durable[ident] = c.digest()
+                    else:
+                        durable[ident] = now
+                h.update(now + durable[ident])
             elif kind == "link":
                 h.update(os.readlink(full).encode())
         h.update(b"\1")
@@ -304,29 +402,31 @@ class Disk:
             h.update(b"\2")
             seen: set = set()
 
-            def durable(ident, rel):
+            def image(ident) -> bytes:
+                if ident not in durable:
+                    with self._durable(ident, None) as c:
+                        durable[ident] = c.digest()
+                return durable[ident]
+
+            def listed(ident, rel):
                 if ident in seen:
                     return
                 seen.add(ident)
                 for name, entry in sorted(self.dirs.get(ident, {}).items()):
                     h.update(f"{entry[0]} {rel}{name}\0".encode())
                     if entry[0] == "dir":
-                        durable(entry[1], f"{rel}{name}/")
+                        listed(entry[1], f"{rel}{name}/")
                     elif entry[0] == "file":
-                        h.update(xxhash.xxh3_64_digest(self.images.get(entry[1], b"")))
+                        h.update(image(entry[1]))
                     else:
                         h.update(entry[1].encode())
-            durable(self.root_ident, "")
+            listed(self.root_ident, "")
         self._digest = (self.generation, h.hexdigest())
         return self._digest[1]
 
     def unsynced(self) -> list[str]:
         """The unsynced writes in words, in issue order."""
         return [w.describe() for w in self.pending]
-
-
-def _rest(w: Write) -> tuple:
-    return (w.name, w.kind, w.offset, w.length, w.data)
 
 
 def _moved_entry(entry: tuple, moved: dict) -> tuple:

@@ -67,11 +67,6 @@ def _fdinfo(call, fd: int) -> tuple[int, int]:
     return pos, flags
 
 
-def _read_back(call, fd: int) -> bytes:
-    with open(f"/proc/{call.pid}/fd/{fd}", "rb") as f:
-        return f.read()
-
-
 def disk_write(call, fd: int, read):
     """A write on fd (not 3, 193 or a virtual socket's) of what read() returns (None
     when it cannot be read), about to run natively: recorded when fd is a file of
@@ -187,7 +182,7 @@ def sys_fsync(call):
     found = node_file(call, fd)
     if found is None:
         return CONTINUE
-    node.disk.synced(found[2], _read_back(call, fd))
+    node.disk.synced(found[2])
     return Ret(0)
 
 
@@ -202,8 +197,7 @@ def sys_sync_file_range(call):
     if offset >> 63 or nbytes >> 63 or flags & ~7:
         return Err(errno.EINVAL)
     if flags & SYNC_FILE_RANGE_WAIT_AFTER:
-        node.disk.synced_range(found[2], _read_back(call, fd), offset,
-                               offset + nbytes if nbytes else None)
+        node.disk.synced_range(found[2], found[1], offset, offset + nbytes if nbytes else None)
     return Ret(0)
 
 
@@ -257,9 +251,34 @@ def sys_creat(call):
 @handles("rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
          "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat")
 def sys_name(call):
-    """A name may be made or removed: the tree's digest is computed again."""
-    call.node.disk.changed()
+    """A name may be made or removed: the tree's digest is computed again; under
+    strict a file losing its last name keeps its durable contents (Disk.removing)."""
+    node = call.node
+    node.disk.changed()
+    if node.disk.strict:
+        gone = _removed_name(call)
+        if gone is not None:
+            full = _resolve(call, *gone)
+            if full is not None:
+                node.disk.removing(full)
     return CONTINUE
+
+
+AT_REMOVEDIR, RENAME_EXCHANGE = 0x200, 2
+
+
+def _removed_name(call):
+    """(dirfd, path) of the name the call removes or replaces, else None."""
+    nr, args, read = call.nr, call.args, call.node.read_cstr
+    if nr == NR["unlink"]:
+        return AT_FDCWD, read(args[0])
+    if nr == NR["unlinkat"] and not args[2] & AT_REMOVEDIR:
+        return fd_arg(args[0]), read(args[1])
+    if nr == NR["rename"]:
+        return AT_FDCWD, read(args[1])
+    if nr == NR["renameat"] or (nr == NR["renameat2"] and not args[4] & RENAME_EXCHANGE):
+        return fd_arg(args[2]), read(args[3])
+    return None
 
 
 @handles("fallocate")

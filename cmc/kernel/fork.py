@@ -43,6 +43,7 @@ import types
 from ..errors import EngineError
 from ..interrupts import interrupts_held
 from . import _native
+from .content import copy_tree
 from .disk import reached_another_world
 from .node import Tap
 
@@ -347,7 +348,7 @@ class Lease:
                 raise NotForkable("the copy's directory would not be as long as the original's")
         os.mkdir(world)
         os.mkdir(os.path.dirname(cwd))
-        shutil.copytree(self.cwd, cwd, symlinks=True)
+        copy_tree(self.cwd, cwd)             # sparse: zeros stay holes
         node.disk.rekey(self.cwd, cwd)       # the copy's page cache follows its files
         self.users -= 1
         node.lease = None

@@ -1,0 +1,281 @@
+"""The bound on what a run takes of its machine (--max-memory; docs/cmc.md).
+
+A run may take, all together, at most `--max-memory` bytes: the memory of cmc's
+process tree (cmc, its worker processes, every node process of every world, counted
+by proportional set size, so pages a forked copy shares with its original are
+counted once) plus its scratch space (the blocks its files take: a hole costs
+nothing). The default is half of the memory available when cmc starts.
+
+A process of its own samples both (forked by the top cmc process at start, it dies
+with it; a thread would wait for the busy main thread's GIL): every 0.2 s; sooner
+when the room left would last less than four times that at the rate the sum grows (down
+to every 10 ms); while the room is large, never more often than 20 times what a
+sample costs. Before the sum
+passes the bound it stops the run: it writes what grew into a pipe and sends cmc
+SIGUSR2, whose handler raises `MemoryBoundReached` (an engine limit: exit 3)
+wherever the main thread is, so a node that fills memory or a file inside one step
+is stopped too; the usual ending then kills every node and removes the scratch
+directory. Should cmc not end within a few seconds (stuck in a call that does not
+return), the watcher kills the tree's processes itself. The message names what grew:
+the largest files by node and name, and the nodes' processes by memory.
+
+The run stops at 90% of the bound, so that the growth between two samples does not
+carry it past.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import signal
+import threading
+import time
+
+from .errors import EngineError
+
+STOP_SIGNAL = signal.SIGUSR2
+HEADROOM = 0.9
+PERIOD_S = 0.2
+MIN_PERIOD_S = 0.01
+GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1
+_NODE_DIR = re.compile(r"/nodes/\d+-([^/]+)(?:/(.*))?$")
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
+          "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30,
+          "T": 1 << 40, "TB": 1 << 40, "TIB": 1 << 40}
+
+
+class MemoryBoundReached(EngineError):
+    """The run would take more than --max-memory of the machine."""
+
+
+def parse_size(text: str) -> int:
+    """'200M', '1.5G', '65536' (bytes), '512KiB' -> bytes; ValueError otherwise."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"not a size: {text!r} (e.g. 512M, 2G)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    if value <= 0:
+        raise ValueError(f"not a size: {text!r} (must be more than 0)")
+    return value
+
+
+def available_memory() -> int:
+    """MemAvailable of /proc/meminfo, in bytes."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def default_bound() -> int:
+    return available_memory() // 2
+
+
+def size_text(n: float) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+# -- what the run takes ----------------------------------------------------------------
+def tree_pids(root: int) -> list[int]:
+    """root and every process below it (through each thread's children)."""
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+    return out
+
+
+def pss(pid: int) -> int:
+    """A process's proportional set size in bytes (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _die_with(parent: int) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _owner(pid: int) -> str:
+    """'node NAME' for a node's process (by its working directory), else what the
+    process is called."""
+    try:
+        m = _NODE_DIR.search(os.readlink(f"/proc/{pid}/cwd"))
+        if m:
+            return f"node {m.group(1)}"
+        with open(f"/proc/{pid}/comm") as f:
+            return f"cmc's process {f.read().strip()}"
+    except OSError:
+        return "a process gone since"
+
+
+def scratch_files(root: str) -> dict[tuple[str, str], list[int]]:
+    """(node, name in its directory) -> the bytes each copy of it takes; the rest of
+    the scratch directory under (None, path)."""
+    out: dict[tuple, list[int]] = {}
+    seen: set = set()
+    for folder, dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            m = _NODE_DIR.search(path)
+            key = (m.group(1), m.group(2)) if m and m.group(2) else (None, path[len(root) + 1:])
+            out.setdefault(key, []).append(st.st_blocks * 512)
+    return out
+
+
+class Usage:
+    """One sample: memory by process and scratch bytes by file."""
+
+    def __init__(self, top: int, scratch: str | None):
+        self.memory = {pid: pss(pid) for pid in tree_pids(top)}
+        self.top = top
+        self.files = scratch_files(scratch) if scratch else {}
+        self.scratch = sum(sum(v) for v in self.files.values())
+        self.total = sum(self.memory.values()) + self.scratch
+
+    def what_grew(self, n: int = 4) -> list[str]:
+        lines = []
+        by_node: dict[str, list[int]] = {}
+        for pid, size in self.memory.items():
+            if pid != self.top:
+                by_node.setdefault(_owner(pid), []).append(size)
+        lines.append(f"cmc itself: {size_text(self.memory.get(self.top, 0))} of memory")
+        for who, sizes in sorted(by_node.items(), key=lambda kv: -sum(kv[1]))[:n]:
+            lines.append(f"{who}: {size_text(sum(sizes))} of memory in {len(sizes)} "
+                         f"process{'es' if len(sizes) != 1 else ''}")
+        files = sorted(self.files.items(), key=lambda kv: -sum(kv[1]))
+        for (node, name), sizes in files[:n]:
+            if sum(sizes) < self.total // 100:
+                continue
+            where = f"node {node}: file {name}" if node else f"scratch file {name}"
+            copies = f" in {len(sizes)} worlds" if len(sizes) > 1 else ""
+            lines.append(f"{where}: {size_text(sum(sizes))}{copies} "
+                         f"(largest {size_text(max(sizes))})")
+        return lines
+
+
+# -- the bound ---------------------------------------------------------------------------
+class Bound:
+    """Samples the run's usage in a process of its own and stops the run before it
+    passes `limit` bytes (see the module's text)."""
+
+    def __init__(self, limit: int, scratch: str | None):
+        self.limit = limit
+        self.scratch = scratch
+        self._pid = 0
+        self._read = -1
+        self._old_handler = None
+
+    def start(self) -> "Bound":
+        if threading.current_thread() is not threading.main_thread():
+            return self                  # a run called in a thread: no signal to send
+        top = os.getpid()
+        read, write = os.pipe2(os.O_CLOEXEC)
+        self._old_handler = signal.signal(STOP_SIGNAL, self._raise)
+        pid = os.fork()
+        if pid == 0:                     # the watcher: never returns
+            try:
+                os.close(read)
+                for sig in (signal.SIGINT, signal.SIGTERM, STOP_SIGNAL):
+                    signal.signal(sig, signal.SIG_IGN)
+                _die_with(top)
+                self._watch(top, write)
+            finally:
+                os._exit(0)
+        os.close(write)
+        self._pid, self._read = pid, read
+        return self
+
+    def stop(self) -> None:
+        if self._pid:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(self._pid, 0)
+            self._pid = 0
+            os.close(self._read)
+            self._read = -1
+            signal.signal(STOP_SIGNAL, self._old_handler or signal.SIG_DFL)
+
+    def _raise(self, signum, frame):
+        if self._read < 0:
+            return
+        os.set_blocking(self._read, False)
+        try:
+            message = os.read(self._read, 1 << 16).decode(errors="replace")
+        except BlockingIOError:
+            return
+        if message:
+            raise MemoryBoundReached(message)
+
+    def _watch(self, top: int, out: int) -> None:
+        wait, last = PERIOD_S, (time.monotonic(), 0)
+        while True:
+            time.sleep(wait)
+            began = time.monotonic()
+            usage = Usage(top, self.scratch)
+            cost = time.monotonic() - began
+            room = HEADROOM * self.limit - usage.total
+            if room > 0:
+                # sooner as the room left shrinks at the rate seen (every 10 ms
+                # at most; while the room is large, at most 5% of a CPU)
+                rate = (usage.total - last[1]) / max(began - last[0], 1e-3)
+                wait = PERIOD_S if rate <= 0 else min(PERIOD_S, room / (4 * rate))
+                if room > self.limit / 4:
+                    wait = max(wait, 20 * cost)
+                wait = max(wait, MIN_PERIOD_S)
+                last = (began, usage.total)
+                continue
+            os.write(out, self._message(usage).encode()[:60000])
+            os.kill(top, STOP_SIGNAL)
+            time.sleep(GRACE_S)
+            for pid in usage.memory:     # the run did not end: its processes are killed
+                if pid not in (top, os.getpid()):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            return
+
+    def _message(self, usage: Usage) -> str:
+        memory = usage.total - usage.scratch
+        text = (f"the run would take more than --max-memory {size_text(self.limit)} of this "
+                f"machine: cmc and its nodes take {size_text(memory)} of memory, its scratch "
+                f"space {size_text(usage.scratch)}")
+        text += (f" (in {self.scratch})" if self.scratch else "") + ". What grew:\n"
+        text += "\n".join(f"  {line}" for line in usage.what_grew())
+        text += ("\nRaise the bound with --max-memory SIZE (this machine had "
+                 f"{size_text(available_memory())} available now), lower the model's "
+                 "budgets, or put the scratch space on a disk with --scratch DIR "
+                 "(docs/cmc.md, \"Memory\").")
+        return text

@@ -1,0 +1,129 @@
+"""What a run takes of the machine: a world costs what its nodes wrote, not the size
+of their files, and --max-memory stops a run before the machine runs short
+(docs/cmc.md, "Memory"; docs/performance.md, "What a world costs").
+
+The measurements are the test's own, from /proc and the scratch folder, sampled
+while cmc runs: the proportional set size of cmc's process tree plus the blocks its
+scratch folder takes.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import PROGS, ROOT, TEST_MODELS, counts
+
+MB = 1 << 20
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def _blocks(root) -> int:
+    total, seen = 0, set()
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
+
+
+def measured_run(tmp_path, *args, timeout: float = 600):
+    """cmc with its scratch in tmp_path/scratch; returns (completed process, the
+    largest memory + scratch sample)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "cmc", *map(str, args), "--scratch",
+                             str(scratch)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    peak, deadline = 0, time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        peak = max(peak, sum(_pss(p) for p in _tree(proc.pid)) + _blocks(scratch))
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=60)
+    assert not os.listdir(scratch), "the scratch folder was left behind"
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), peak
+
+
+def prealloc_model(tmp_path, mb: int = 64):
+    text = (TEST_MODELS / "prealloc.model").read_text()
+    text = text.replace('"../progs/build/prealloc"', f'"{PROGS}/prealloc"')
+    path = tmp_path / "prealloc.model"
+    path.write_text(text.replace("param mb = 64", f"param mb = {mb}"))
+    return path
+
+
+@pytest.mark.parametrize("fast", ["--fast", pytest.param("--no-fast", marks=pytest.mark.slow)])
+def test_a_thousand_worlds_of_preallocated_files_cost_what_was_written(tmp_path, fast):
+    """Two 64 MB files (one fallocated, one written with zeros) and 32-byte records:
+    over a thousand worlds, cmc and its nodes and its scratch take less than 100 MB
+    beyond the 128 MB a launch of the node writes (a copy of each world's files
+    would be 128 MB a world). Replayed (--no-fast), a launch is that again each time,
+    one at a time."""
+    r, peak = measured_run(tmp_path, "--model-file", prealloc_model(tmp_path), fast)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (1905, 1079, 10)
+    assert peak < (100 + 128) * MB, f"peak {peak / MB:.1f} MB"
+
+
+def test_the_bound_stops_a_node_that_fills_a_file(tmp_path):
+    (tmp_path / "fill.model").write_text(
+        f'node f = "{PROGS}/filler 7200 file"\nclient a -> "127.0.0.1:7200": "go\\n"\n')
+    r, peak = measured_run(tmp_path, "--model-file", "fill.model", "--max-memory", "200M",
+                           timeout=120)
+    assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "Error: the run would take more than --max-memory 200.0 MB of this machine" \
+        in r.stdout
+    assert "  node f: file fill: " in r.stdout
+    assert "Raise the bound with --max-memory SIZE" in r.stdout
+    assert peak < 230 * MB
+
+
+def test_the_bound_stops_a_node_that_fills_memory(tmp_path):
+    (tmp_path / "fill.model").write_text(
+        f'node f = "{PROGS}/filler 7201 memory"\nclient a -> "127.0.0.1:7201": "go\\n"\n'
+        'disk off\n')
+    r, peak = measured_run(tmp_path, "--model-file", "fill.model", "--max-memory", "300M",
+                           timeout=120)
+    assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "--max-memory 300.0 MB" in r.stdout
+    assert "  node f: " in r.stdout and " of memory in 1 process" in r.stdout
+    assert peak < 360 * MB
+
+
+def test_max_memory_and_scratch_are_checked(tmp_path):
+    for args, said in ((["--max-memory", "lots"], "not a size: 'lots'"),
+                       (["--max-memory", "0"], "must be more than 0"),
+                       (["--scratch", str(tmp_path / "none")], "is not a directory")):
+        r = subprocess.run([sys.executable, "-m", "cmc", "--model-file",
+                            str(ROOT / "models" / "durlog.model"), *args], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert r.returncode == 2 and said in r.stderr, r.stderr
