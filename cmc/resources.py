@@ -6,18 +6,19 @@ by proportional set size, so pages a forked copy shares with its original are
 counted once) plus its scratch space (the blocks its files take: a hole costs
 nothing). The default is half of the memory available when cmc starts.
 
-A process of its own samples both (forked by the top cmc process at start, it dies
-with it; a thread would wait for the busy main thread's GIL): every 0.2 s; sooner
-when the room left would last less than four times that at the rate the sum grows (down
-to every 10 ms); while the room is large, never more often than 20 times what a
-sample costs. Before the sum
-passes the bound it stops the run: it writes what grew into a pipe and sends cmc
-SIGUSR2, whose handler raises `MemoryBoundReached` (an engine limit: exit 3)
-wherever the main thread is, so a node that fills memory or a file inside one step
-is stopped too; the usual ending then kills every node and removes the scratch
-directory. Should cmc not end within a few seconds (stuck in a call that does not
-return), the watcher kills the tree's processes itself. The message names what grew:
-the largest files by node and name, and the nodes' processes by memory.
+A process of its own samples both (`python -m cmc.resources`, started by the top cmc
+process and dying with it; a thread would wait for the busy main thread's GIL): every
+0.2 s, or more often where the bound is small (so often that a process filling memory
+at 4 GB/s cannot pass the 10% headroom between two samples, every 10 ms at most), and
+sooner when the room left would last less than four samples at the rate the sum grows.
+Before the sum passes the bound it stops the run: it writes what grew into a pipe and
+sends cmc SIGUSR2, whose handler raises `MemoryBoundReached` (an engine limit: exit 3)
+wherever the main thread is, and stops (SIGSTOP) every node process, so a node that
+fills memory or a file inside one step grows no further; the usual ending then kills
+every node and removes the scratch directory. Should cmc not end within a few seconds
+(stuck in a call that does not return), the watcher kills the tree's processes itself.
+The message names what grew: the largest files by node and name, and the nodes'
+processes by memory.
 
 The run stops at 90% of the bound, so that the growth between two samples does not
 carry it past.
@@ -28,6 +29,8 @@ import ctypes
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -37,6 +40,7 @@ STOP_SIGNAL = signal.SIGUSR2
 HEADROOM = 0.9
 PERIOD_S = 0.2
 MIN_PERIOD_S = 0.01
+FASTEST = 4 << 30      # bytes a second: about the fastest a process fills memory here
 GRACE_S = 5.0
 PR_SET_PDEATHSIG = 1
 _NODE_DIR = re.compile(r"/nodes/\d+-([^/]+)(?:/(.*))?$")
@@ -191,38 +195,29 @@ class Bound:
     def __init__(self, limit: int, scratch: str | None):
         self.limit = limit
         self.scratch = scratch
-        self._pid = 0
+        self._proc: subprocess.Popen | None = None
         self._read = -1
         self._old_handler = None
 
     def start(self) -> "Bound":
         if threading.current_thread() is not threading.main_thread():
             return self                  # a run called in a thread: no signal to send
-        top = os.getpid()
         read, write = os.pipe2(os.O_CLOEXEC)
         self._old_handler = signal.signal(STOP_SIGNAL, self._raise)
-        pid = os.fork()
-        if pid == 0:                     # the watcher: never returns
-            try:
-                os.close(read)
-                for sig in (signal.SIGINT, signal.SIGTERM, STOP_SIGNAL):
-                    signal.signal(sig, signal.SIG_IGN)
-                _die_with(top)
-                self._watch(top, write)
-            finally:
-                os._exit(0)
-        os.close(write)
-        self._pid, self._read = pid, read
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "cmc.resources", str(os.getpid()), str(self.limit),
+                 self.scratch or ""], stdin=subprocess.DEVNULL, stdout=write)
+        finally:
+            os.close(write)
+        self._read = read
         return self
 
     def stop(self) -> None:
-        if self._pid:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except OSError:
-                pass
-            os.waitpid(self._pid, 0)
-            self._pid = 0
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
             os.close(self._read)
             self._read = -1
             signal.signal(STOP_SIGNAL, self._old_handler or signal.SIG_DFL)
@@ -239,27 +234,31 @@ class Bound:
             raise MemoryBoundReached(message)
 
     def _watch(self, top: int, out: int) -> None:
-        wait, last = PERIOD_S, (time.monotonic(), 0)
+        # the longest wait that the fastest growth cannot turn into more than the
+        # headroom (and 0.2 s at most); sooner as the room left shrinks at the rate seen
+        base = max(MIN_PERIOD_S, min(PERIOD_S, (1 - HEADROOM) * self.limit / FASTEST))
+        wait, last = 0.0, (time.monotonic(), 0)
         while True:
             time.sleep(wait)
             began = time.monotonic()
             usage = Usage(top, self.scratch)
-            cost = time.monotonic() - began
             room = HEADROOM * self.limit - usage.total
             if room > 0:
-                # sooner as the room left shrinks at the rate seen (every 10 ms
-                # at most; while the room is large, at most 5% of a CPU)
                 rate = (usage.total - last[1]) / max(began - last[0], 1e-3)
-                wait = PERIOD_S if rate <= 0 else min(PERIOD_S, room / (4 * rate))
-                if room > self.limit / 4:
-                    wait = max(wait, 20 * cost)
+                wait = base if rate <= 0 else min(base, room / (4 * rate))
                 wait = max(wait, MIN_PERIOD_S)
                 last = (began, usage.total)
                 continue
             os.write(out, self._message(usage).encode()[:60000])
             os.kill(top, STOP_SIGNAL)
+            for pid in usage.memory:     # the nodes grow no more while cmc ends
+                if _owner(pid).startswith("node "):
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                    except OSError:
+                        pass
             time.sleep(GRACE_S)
-            for pid in usage.memory:     # the run did not end: its processes are killed
+            for pid in usage.memory:     # cmc did not end: its processes are killed
                 if pid not in (top, os.getpid()):
                     try:
                         os.kill(pid, signal.SIGKILL)
@@ -279,3 +278,17 @@ class Bound:
                  "budgets, or put the scratch space on a disk with --scratch DIR "
                  "(docs/cmc.md, \"Memory\").")
         return text
+
+
+def main(argv: list[str]) -> None:
+    """The watcher: `python -m cmc.resources CMC_PID LIMIT SCRATCH`, started by Bound
+    with its stdout the pipe to cmc. It dies with cmc."""
+    top, limit, scratch = int(argv[0]), int(argv[1]), argv[2] or None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)     # Ctrl-C is cmc's; cmc ends this one
+    _die_with(top)
+    Bound(limit, scratch)._watch(top, 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

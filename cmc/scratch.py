@@ -10,8 +10,10 @@ run that ends in any way Python sees (exit, exception, Ctrl-C, SIGTERM) removes 
 One killed with SIGKILL cannot, so ownership is recorded where the kernel keeps it:
 the owner holds an exclusive flock on the directory for as long as it lives, taken
 before the directory is marked as cmc's (the file OWNER inside). The lock is on the
-open file, which is close-on-exec: the node programs never hold it; cmc's worker
-processes share it and die with their parent. At start, every run removes each
+open file, which is close-on-exec: the node programs never hold it; a process cmc
+forks (a worker) closes its copy at once, so the lock is free
+the moment the process that made the directory is gone, even while a worker killed
+with it is still dying. At start, every run removes each
 marked scratch directory whose lock it can take: its owner is gone. A directory
 without the mark is never touched (it is not cmc's, or its owner is about to lock it).
 
@@ -82,6 +84,18 @@ def remove_stale(also: str | None = None) -> list[str]:
             os.close(fd)
             removed.append(path)
     return removed
+
+
+def _forget_in_child() -> None:
+    """In a process forked from cmc: the scratch directories are the parent's."""
+    for scratch in _live:
+        if scratch._fd >= 0:
+            os.close(scratch._fd)
+            scratch._fd = -1
+    _live.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class Scratch:

@@ -68,7 +68,8 @@ def processes(tmp: pathlib.Path) -> list[tuple[int, int, str]]:
 
 
 def _children(pid: int, tmp: pathlib.Path) -> list[int]:
-    return [p for p, pp, args in processes(tmp) if pp == pid and "-m cmc" in args]
+    """cmc's worker processes (its command line; not the memory watcher, -m cmc.resources)."""
+    return [p for p, pp, args in processes(tmp) if pp == pid and "-m cmc " in args]
 
 
 def _wait_until(what, timeout: float = 60.0, step: float = 0.05):

@@ -25,15 +25,16 @@ MAY_IMPORT = {
     "cmc.__main__": {"cmc.cli"},
     # argparse and exit statuses; a property's evaluation error shows its world(s)
     "cmc.cli": {"cmc", "cmc.errors", "cmc.check", "cmc.adapter", "cmc.report",
-                "cmc.scratch", "cmc.interrupts"},
+                "cmc.scratch", "cmc.interrupts", "cmc.resources"},
     # one run, wired: load, search or replay, report
     "cmc.check": {"cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
-                  "cmc.scratch", "cmc.interrupts", "cmc.machines"},
+                  "cmc.scratch", "cmc.interrupts", "cmc.machines", "cmc.resources"},
     # --ray: what each machine must have, checked there (its version, files, scratch)
     "cmc.machines": {"cmc", "cmc.scratch"},
     "cmc.errors": set(),
     "cmc.interrupts": set(),            # Ctrl-C and SIGTERM held (any unit may)
     "cmc.scratch": {"cmc.errors", "cmc.interrupts"},   # the run's scratch directory
+    "cmc.resources": {"cmc.errors"},    # --max-memory: the run's memory and scratch, watched
     "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.kernel", "cmc.lang"},
     "cmc.engine": {"cmc.engine", "cmc.errors"},
     "cmc.lang": {"cmc.lang", "cmc.errors"},

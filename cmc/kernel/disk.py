@@ -1,25 +1,30 @@
 """The disk (SPEC §9.3): a page cache over the files of a node's working directory.
 
 Writes run natively, so a program sees its files as it wrote them and a write costs
-one notification. What a CRASH keeps is cmc's record, kept beside the real files:
+one notification. What a CRASH keeps is cmc's record, kept beside the real files, and
+it grows with what was written since the last fsync, never with a file's size (an
+undo log; docs/design.md, "What a world costs"):
 
-- `images`: the durable contents of each file that was made durable, by the file's
-  identity (device, inode, birth time: the same across renames, never the same for
-  two files). A file without an image has no durable contents (it is empty after a
-  CRASH).
 - `pending`: the unsynced writes, in the order the node issued them (a write, a
-  truncate, an extension), each with the bytes it wrote under `fsync partial`.
+  truncate, an extension), each with the file's size before it and the bytes it
+  overwrote (sparse runs: all-zero chunks left out), and the bytes it wrote under
+  `fsync partial`. A file's durable contents are its current contents with its
+  pending writes taken back, last first. Files are named by identity (device, inode,
+  birth time: the same across renames, never the same for two files).
+- `saved`: a durable image (sparse runs and a size) only where the contents cannot be
+  had that way: a synced write over unsynced ones, a synced range, and under strict a
+  file losing its last name while a durable listing names it.
 - `dirs` (strict only): the durable listing of each directory that was fsynced (and
   of the node's directory as it started: empty), name -> (kind, identity or target).
 
-fsync/fdatasync of a file (and sync_file_range with WAIT_AFTER) make its current
-contents its image, and drop its pending writes; a write through a descriptor opened
-with O_SYNC/O_DSYNC (or pwritev2 with RWF_SYNC/RWF_DSYNC) goes to the image as it is
-made; sync/syncfs make every file (and under strict every listing) durable. A CRASH
-kills the node's processes, then rewrites its directory from the record: under fsync
-every name stays and each file gets its image (plus, under `fsync partial`, the first
-j pending writes); under strict the tree is rebuilt from the durable listings. After
-it, what is on disk is all durable.
+fsync/fdatasync of a file (and sync_file_range with WAIT_AFTER over all of it) drop its
+pending writes; a write through a descriptor opened with O_SYNC/O_DSYNC (or pwritev2
+with RWF_SYNC/RWF_DSYNC) is durable as it is made; sync/syncfs make every file (and
+under strict every listing) durable. A CRASH kills the node's processes, then puts its
+directory as the disk kept it: under fsync every name stays and each file's lost
+writes are taken back (the first j pending writes stay under `fsync partial`); under
+strict the tree is rebuilt from the durable listings. After it, what is on disk is all
+durable.
 
 Identities are of one directory tree: a copy of a world (--fast) copies the tree and
 `rekey`s the record to the copy's files.

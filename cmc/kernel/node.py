@@ -30,6 +30,9 @@ _native.pass_through(PASS_OPEN, PASS_FLAGS, PASS_NEEDLES)
 
 _DEVNULL: list[int] = []
 
+# The longest line a node may write on fd 3 or 193: each world keeps its state.
+STATE_LINE_MAX = 1 << 20
+
 
 def _devnull() -> tuple[int, int]:
     """/dev/null for reading and for writing, opened once (close-on-exec)."""
@@ -356,6 +359,12 @@ class Node(Tasks):
         buf += data
         while True:
             nl = buf.find(b"\n")
+            if nl < 0 and len(buf) > STATE_LINE_MAX or nl > STATE_LINE_MAX:
+                raise TargetError(self.cluster.where(self) +
+                                  f"wrote a line of more than {STATE_LINE_MAX} bytes on fd {fd} "
+                                  f"(it starts {bytes(buf[:80])!r}); a state line is kept in "
+                                  "every world, so it is at most 1 MiB "
+                                  "(docs/target-contract.md)")
             if nl < 0:
                 return
             line = bytes(buf[:nl])
