@@ -158,6 +158,17 @@ struct spawn_args {
 #define CHILD_STACK (256 * 1024)
 static char *child_stack;
 
+/* Each node's first process gets an IPC namespace of its own where cmc may make one
+ * (CAP_SYS_ADMIN): its SysV objects and POSIX message queues are then the node's,
+ * shared with no other world, and gone with its last process, however cmc ends.
+ * -1: not tried yet, 0: not allowed here, 1: done. */
+static int private_ipc = -1;
+
+int cmc_private_ipc(void)
+{
+    return private_ipc;
+}
+
 static int child_main(void *p)
 {
     struct spawn_args *a = p;
@@ -191,8 +202,20 @@ int cmc_spawn(const char *path, char *const argv[], char *const envp[],
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &a.mask);
-    pid_t pid = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | SIGCHLD, &a);
-    int e = errno;
+    pid_t pid = -1;
+    int e = 0;
+    if (private_ipc != 0) {
+        pid = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | CLONE_NEWIPC | SIGCHLD, &a);
+        e = errno;
+        if (pid >= 0)
+            private_ipc = 1;
+        else if (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS)
+            private_ipc = 0;            /* not allowed here: launch without */
+    }
+    if (private_ipc == 0) {
+        pid = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | SIGCHLD, &a);
+        e = errno;
+    }
     pthread_sigmask(SIG_SETMASK, &a.mask, NULL);
     close(sp[1]);
     if (pid < 0) {

@@ -32,6 +32,10 @@ struct cmc_notif {             /* the parts of struct seccomp_notif cmc uses */
  * gets it. The child's execve is itself notified: the caller must answer it
  * (cmc_exec_continue). Returns the pid, or -errno (the child's errno when the
  * filter could not be installed). */
+/* Whether launches get an IPC namespace of their own: -1 not known yet (no launch),
+ * 0 no (no CAP_SYS_ADMIN), 1 yes. */
+int cmc_private_ipc(void);
+
 int cmc_spawn(const char *path, char *const argv[], char *const envp[],
               const char *cwd, const int fds[5],
               const struct cmc_bpf_insn *filter, unsigned int filter_len,

@@ -11,6 +11,7 @@ that passes --cap (default 3 GB) is stopped at once by this script (SIGKILL of i
 tree) and its row says so: the machine is shared.
 
     python3 experiments/world_cost.py [--before REV] [--cap SIZE] [--seconds S] [NAME ...]
+    python3 experiments/world_cost.py --after-only --no-cap-states --fire 6 --seconds 600 --cap 2G etcd etcd-off
 
 NAMES: durlog, prealloc, etcd (one member, `budget fire 2`), etcd-off (the same
 with `disk off`); default all. The etcd rows need Debian's etcd-server. Each run ends
@@ -31,6 +32,9 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from cmc.resources import pss, scratch_files, tree_pids    # noqa: E402  (the same sums)
+
 MB = 1 << 20
 RUNS = {    # name: (model, extra arguments)
     "durlog": ("models/durlog.model", []),
@@ -41,58 +45,33 @@ RUNS = {    # name: (model, extra arguments)
 }
 
 
-def tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for tid in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{tid}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return out
-
-
-def pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
-    except (OSError, StopIteration):
-        return 0
-
-
 def blocks(root: str) -> int:
-    total, seen = 0, set()
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            try:
-                st = os.lstat(os.path.join(folder, name))
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
-    return total
+    return sum(sum(sizes) for sizes in scratch_files(root).values())
 
 
-def run(tree_root: pathlib.Path, name: str, cap: int, seconds: float) -> dict:
+def run(tree_root: pathlib.Path, name: str, cap: int, seconds: float,
+        no_cap_states: bool = False, fire: int | None = None) -> dict:
     model, extra = RUNS[name]
+    if no_cap_states:
+        extra = [x for i, x in enumerate(extra) if x != "--max-states"
+                 and (i == 0 or extra[i - 1] != "--max-states")]
     scratch = tempfile.mkdtemp(prefix=f"{name}-", dir="/dev/shm/cmc-world-cost")
     env = dict(os.environ, TMPDIR=scratch, PYTHONPATH=str(tree_root))
     work = tempfile.mkdtemp(prefix="cmc-world-cost-")
     path = tree_root / model
-    if name.endswith("-off"):
-        path = pathlib.Path(work) / "off.model"
-        path.write_text((tree_root / model).read_text() + "disk off\n")
+    if name.endswith("-off") or fire is not None:
+        text = (tree_root / model).read_text()
+        if fire is not None:
+            text = text.replace("budget fire 2", f"budget fire {fire}")
+        path = pathlib.Path(work) / "changed.model"
+        path.write_text(text + ("disk off\n" if name.endswith("-off") else ""))
     began = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "cmc", "--model-file", str(path),
                              *extra], cwd=work, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     peak, mem_at_peak, why = 0, 0, ""
     while proc.poll() is None:
-        mem = sum(pss(p) for p in tree(proc.pid))
+        mem = sum(pss(p) for p in tree_pids(proc.pid))
         total = mem + blocks(scratch)
         if total > peak:
             peak, mem_at_peak = total, mem
@@ -120,6 +99,11 @@ def main() -> int:
     ap.add_argument("--before", default="HEAD~1")
     ap.add_argument("--cap", default="3G")
     ap.add_argument("--seconds", type=float, default=120)
+    ap.add_argument("--after-only", action="store_true",
+                    help="run this tree only (a long run: issue 29's ten minutes of etcd)")
+    ap.add_argument("--fire", type=int, help="the etcd models' fire budget (default 2)")
+    ap.add_argument("--no-cap-states", action="store_true",
+                    help="run the etcd models without their --max-states")
     ap.add_argument("names", nargs="*", default=list(RUNS))
     a = ap.parse_args()
     cap = int(a.cap[:-1]) * (1 << 30) if a.cap.endswith("G") else int(a.cap[:-1]) * MB
@@ -136,8 +120,9 @@ def main() -> int:
           f"{'KB/state':>9} {'wall s':>7}  end")
     try:
         for name in a.names:
-            for label, root in (("before", before), ("after", ROOT)):
-                r = run(root, name, cap, a.seconds)
+            trees = (("after", ROOT),) if a.after_only else (("before", before), ("after", ROOT))
+            for label, root in trees:
+                r = run(root, name, cap, a.seconds, a.no_cap_states, a.fire)
                 per = r["peak"] / 1024 / max(r["states"], 1)
                 print(f"{name:10} {label:7} {r['states']:7d} {r['peak'] / MB:8.1f} "
                       f"{r['memory'] / MB:9.1f} {per:9.1f} {r['wall']:7.1f}  {r['why']}",

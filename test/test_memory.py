@@ -4,7 +4,8 @@ of their files, and --max-memory stops a run before the machine runs short
 
 The measurements are the test's own, from /proc and the scratch folder, sampled
 while cmc runs: the proportional set size of cmc's process tree plus the blocks its
-scratch folder takes.
+scratch folder takes (written here again, not taken from cmc/resources.py, so that
+a mistake there is not measured by itself).
 """
 from __future__ import annotations
 

@@ -65,6 +65,12 @@ _passing = {"nrs": ffi.new("int32_t[]", 0), "args": ffi.new("int32_t[]", 0),
             "needle": ffi.new("char[]", b"")}
 
 
+def private_ipc() -> int:
+    """Whether node launches get an IPC namespace of their own: 1 yes, 0 no (cmc may
+    not make one here), -1 not known yet (nothing launched)."""
+    return lib.cmc_private_ipc()
+
+
 def pass_through(calls: dict[int, tuple[int, int]], flag_mask: int,
                  needles: tuple[bytes, ...]) -> None:
     """From now on, `recv` answers a notification of syscall nr (a key of `calls`,

@@ -11,7 +11,7 @@ import resource
 import struct
 
 from ..errors import TargetError
-from . import _native
+from . import _native, shm
 from .abi import (AT_FDCWD, DURABLE_FD, IOV_MAX, O_ACCMODE, O_CLOEXEC,
                   REALTIME_CLOCKS, RLIMIT_NOFILE, STATE_FD, TIMER_ABSTIME, VFD_BASE)
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
@@ -260,10 +260,11 @@ _NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
 
 @handles("open", "openat", "openat2")
 def sys_open(call):
-    """Only opens whose path contains "limits" or "random", or with O_TRUNC or
-    O_CREAT, come here (filter.PASS_OPEN): a truncation or a new name is the disk
-    model's (diskcalls.py); the limits file of a node's own process shows its emulated
-    descriptor limit, and the files of randomness give the node's random stream."""
+    """Only opens whose path contains "limits", "random" or "/dev/shm/", or with
+    O_TRUNC or O_CREAT, come here (filter.PASS_OPEN): a truncation or a new name is the
+    disk model's (diskcalls.py); a POSIX shared-memory object is the world's (shm.py);
+    the limits file of a node's own process shows its emulated descriptor limit, and
+    the files of randomness give the node's random stream."""
     node, args = call.node, call.args
     notif = call.notif
     if notif.nr == NR["open"]:
@@ -276,14 +277,19 @@ def sys_open(call):
         else:
             flags = args[2]
     disk_open(call, dirfd, path, flags)
-    if path is None or flags & O_ACCMODE:
-        return CONTINUE             # the kernel says EFAULT, or refuses to write it
+    if path is None:
+        return CONTINUE             # the kernel says EFAULT
     if not path.startswith(b"/"):
         where = "cwd" if dirfd == AT_FDCWD else f"fd/{dirfd}"
         try:
             path = os.path.join(os.readlink(f"/proc/{notif.pid}/{where}").encode(), path)
         except OSError:
             return CONTINUE
+    name = shm.shm_name(os.path.normpath(path))
+    if name is not None:            # a POSIX shared-memory object: the world's (shm.py)
+        return shm.open_object(call, name, flags, _open_mode(call))
+    if flags & O_ACCMODE:
+        return CONTINUE             # the kernel refuses to write what is emulated below
     path = os.path.normpath(path)
     if path in _RANDOM_FILES:
         return _answer_with(call, "random", _RANDOM_FILES[path](node), flags)
@@ -299,6 +305,17 @@ def sys_open(call):
     soft, hard = node.nofile
     line = b"%-25s %-20d %-20d %-10s " % (b"Max open files", soft, hard, b"files")
     return _answer_with(call, "limits", _NOFILE_LINE.sub(line, text), flags)
+
+
+def _open_mode(call) -> int:
+    """The mode argument of an open call (openat2: the open_how's second field)."""
+    nr, args = call.notif.nr, call.args
+    if nr == NR["open"]:
+        return args[2]
+    if nr == NR["openat"]:
+        return args[3]
+    how = call.node.read(args[2], 16)
+    return struct.unpack("<QQ", how)[1] if how and len(how) == 16 else 0
 
 
 def _answer_with(call, name: str, content: bytes, flags: int):

@@ -25,6 +25,7 @@ from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, 
 from .actions import Action, describe_key, message_action
 from .clients import Client
 from .content import compact
+from . import shm
 from .dispatch import dispatch
 from .node import Node
 from .sockets import close_vfd
@@ -457,6 +458,7 @@ class Cluster:
         node.own(keep_process=False)       # its directory, if lent to other worlds too
         node.kill()
         node.disk.crash(node.cwd, *reached)
+        shm.forget(node)                   # shared memory does not survive the machine
         for conn in list(self.net.conns):
             mine = [ep for ep in (conn.a, conn.b) if ep is not None and ep.owner == node.index]
             if mine:

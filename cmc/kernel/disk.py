@@ -456,4 +456,5 @@ def in_another_world(node, path: str) -> bool:
     if root is None:
         return False
     return path.startswith(os.path.dirname(root) + "/") and not any(
-        path == n.cwd or path.startswith(n.cwd + "/") for n in node.cluster.nodes)
+        path == n.cwd or path.startswith((n.cwd + "/", n.cwd + ".shm/"))
+        for n in node.cluster.nodes)

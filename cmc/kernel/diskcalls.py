@@ -15,8 +15,9 @@ from .abi import AT_FDCWD, VFD_BASE
 from .answer import CONTINUE, Err, Ret
 from .disk import Write, file_id, in_another_world, reached_another_world
 from .handler import fd_arg, handles, unsupported
+from . import shm
 from .sockets import get_sock
-from .syscalls_x86_64 import NR
+from .syscalls_x86_64 import NAME, NR
 
 O_APPEND = 0o2000
 O_DSYNC = 0o10000               # O_SYNC is O_DSYNC | __O_SYNC
@@ -254,6 +255,10 @@ def sys_name(call):
     """A name may be made or removed: the tree's digest is computed again; under
     strict a file losing its last name keeps its durable contents (Disk.removing)."""
     node = call.node
+    if call.nr in _SHM_CALLS:
+        answer = shm.name_call(call, NAME[call.nr], _name_paths(call))
+        if answer is not None:
+            return answer
     node.disk.changed()
     if node.disk.strict:
         gone = _removed_name(call)
@@ -265,6 +270,26 @@ def sys_name(call):
 
 
 AT_REMOVEDIR, RENAME_EXCHANGE = 0x200, 2
+_SHM_CALLS = {NR[n] for n in ("unlink", "unlinkat", "link", "linkat", "rename", "renameat",
+                              "renameat2")}
+
+
+def _name_paths(call) -> list[bytes | None]:
+    """The paths an unlink, link or rename names, absolute and normalised."""
+    nr, args, read = call.nr, call.args, call.node.read_cstr
+    if nr in (NR["unlink"],):
+        pairs = [(AT_FDCWD, args[0])]
+    elif nr == NR["unlinkat"]:
+        pairs = [(fd_arg(args[0]), args[1])]
+    elif nr in (NR["link"], NR["rename"]):
+        pairs = [(AT_FDCWD, args[0]), (AT_FDCWD, args[1])]
+    else:
+        pairs = [(fd_arg(args[0]), args[1]), (fd_arg(args[2]), args[3])]
+    out = []
+    for dirfd, addr in pairs:
+        full = _resolve(call, dirfd, read(addr))
+        out.append(None if full is None else os.fsencode(os.path.normpath(full)))
+    return out
 
 
 def _removed_name(call):

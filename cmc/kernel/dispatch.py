@@ -2,7 +2,7 @@
 from the handlers' `handles` marks in the modules below, imported here explicitly."""
 from __future__ import annotations
 
-from . import calls, diskcalls, fdcalls, sockopts, stream, threadcalls, waitcalls
+from . import calls, diskcalls, fdcalls, shm, sockopts, stream, threadcalls, waitcalls
 from .handler import Call, unsupported
 from .syscalls_x86_64 import NR
 
@@ -11,14 +11,17 @@ def _table(*modules) -> dict[int, object]:
     table: dict[int, object] = {}
     for module in modules:
         for fn in vars(module).values():
-            for name in getattr(fn, "handles", ()):
+            names = getattr(fn, "handles", ())
+            if not isinstance(names, tuple):
+                continue        # a module imported there (its own `handles`, the mark)
+            for name in names:
                 if table.get(NR[name], fn) is not fn:
                     raise AssertionError(f"two handlers for {name}")
                 table[NR[name]] = fn
     return table
 
 
-HANDLERS = _table(calls, threadcalls, stream, fdcalls, diskcalls, sockopts, waitcalls)
+HANDLERS = _table(calls, threadcalls, stream, fdcalls, diskcalls, sockopts, waitcalls, shm)
 
 
 def dispatch(node, notif):

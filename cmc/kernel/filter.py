@@ -12,10 +12,11 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   creator make first (rt_sigprocmask, sigaltstack: a point where cmc holds each
   until the threads before it block), and the rlimit calls (real fds stay below 500 under a real limit of 500,
   while the program is shown a limit above every virtual descriptor);
-- opening a file, so that /proc/self/limits shows that limit too and /dev/urandom
-  gives the node's random stream; every open whose path contains neither "limits"
-  nor "random" is answered in C with CONTINUE (PASS_OPEN), without a round trip
-  into Python;
+- opening a file, so that /proc/self/limits shows that limit too, /dev/urandom
+  gives the node's random stream and /dev/shm/NAME is the world's object; every open
+  whose path contains none of "limits", "random" and "/dev/shm/" is answered in C
+  with CONTINUE (PASS_OPEN), without a round trip into Python; and unlink, link and
+  rename (a shared-memory object's name);
 - when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
   writes also when the fd is 3 or 193 (the state channels cmc takes synchronously),
   and fcntl and the dup family on fd 3 or 193 (a copy of them would escape cmc).
@@ -59,16 +60,21 @@ ALWAYS = (
     "clone", "clone3", "fork", "vfork", "getrlimit", "setrlimit", "prlimit64", "close_range",
     "open", "openat", "openat2", "futex", "sched_yield", "exit", "rt_sigprocmask",
     "sigaltstack", "setsid", "setpgid", "ptrace", "unshare", "setns",
+    # the names of POSIX shared-memory objects are the world's (shm.py)
+    "unlink", "unlinkat", "link", "linkat", "rename", "renameat", "renameat2",
+    # SysV IPC objects: refused where a node has no IPC namespace of its own (shm.py)
+    "shmget", "semget", "msgget",
 )
 # open calls answered in C unless their flags (the second number: an argument, or
 # -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a
 # truncation, a new name)
 # or their path (the first number: an argument) contains one of PASS_NEEDLES:
 # /proc/self/limits (the emulated descriptor limit), /dev/urandom, /dev/random and
-# /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's)
+# /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's), and POSIX
+# shared-memory objects, /dev/shm/NAME (the world's: shm.py)
 PASS_OPEN = {NR["open"]: (0, 1), NR["openat"]: (1, 2), NR["openat2"]: (1, -3)}
 PASS_FLAGS = 0o1000 | 0o100    # O_TRUNC, O_CREAT
-PASS_NEEDLES = (b"limits", b"random")
+PASS_NEEDLES = (b"limits", b"random", b"/dev/shm/")
 REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 FD_ARG0 = (
     "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",

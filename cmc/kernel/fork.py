@@ -43,6 +43,7 @@ import types
 from ..errors import EngineError
 from ..interrupts import interrupts_held
 from . import _native
+from . import shm
 from .content import copy_tree
 from .disk import reached_another_world
 from .node import Tap
@@ -162,7 +163,7 @@ def fd_plan(node) -> list[tuple]:
             for line in f:
                 fields = line.split(None, 5)
                 path = fields[5].strip() if len(fields) == 6 else ""
-                if path.startswith(cwd + "/"):
+                if path.startswith((cwd + "/", cwd + ".shm/", "/SYSV")):
                     raise NotForkable(f"node {node.name} maps {path} into memory")
         plan = []
         for name in os.listdir(f"/proc/{pid}/fd"):
@@ -171,6 +172,9 @@ def fd_plan(node) -> list[tuple]:
             if target.startswith("/"):
                 info = _fdinfo(pid, fd)
                 flags = int(info["flags"], 8)
+                if target.startswith(cwd + ".shm/"):
+                    raise NotForkable(f"node {node.name} has the shared-memory object "
+                                      f"{os.path.basename(target)} open on fd {fd}")
                 inside = target == cwd or target.startswith(cwd + "/")
                 if not inside and flags & os.O_ACCMODE == os.O_WRONLY and flags & os.O_APPEND:
                     continue                # stdout, stderr, logs: the copy appends too
@@ -349,6 +353,7 @@ class Lease:
         os.mkdir(world)
         os.mkdir(os.path.dirname(cwd))
         copy_tree(self.cwd, cwd)             # sparse: zeros stay holes
+        shm.copy(self.cwd, cwd, copy_tree)    # and its shared-memory objects (shm.py)
         node.disk.rekey(self.cwd, cwd)       # the copy's page cache follows its files
         self.users -= 1
         node.lease = None

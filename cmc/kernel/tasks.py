@@ -159,7 +159,12 @@ class Tasks:
             parent = self.threads.get(tid)
             if not new and (parent is None or parent.notif is not None
                             or _past_fork(proc.pid, tid)):
-                self.forking = None      # it failed, or the child is gone already
+                # it failed, or the child is gone already (it exited without a call
+                # cmc sees): counted as a process that came and went, as if seen, so
+                # that the world does not depend on how soon the child ended
+                self.forking = None
+                self.next_proc += 1
+                self.next_thread += 1
         running = False
         for t in loose:
             if t.tid not in self.threads:

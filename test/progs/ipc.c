@@ -5,11 +5,13 @@
  *   ipc PORT
  *
  * At start it makes a POSIX shared-memory object /cmc-ipc-test (shm_open) and a SysV
- * segment with the fixed key 0x434d4301 (shmget), 4 KiB each, and maps both. For each
- * line a client sends, a child process adds 1 to a counter in each; the parent waits
- * for it and writes {"posix": P, "sysv": S} on fd 3, then answers "ok". Neither
- * object is ever removed by the program: what outlives a world is cmc's to remove.
- * A world that shares either with another world sees its counter move by itself.
+ * segment with the fixed key 0x434d4301 (shmget), 4 KiB each, and maps both; a child
+ * process adds 1 to a counter in each and exits, and the parent, once it has reaped
+ * the child, reads them. For each line a client sends, the parent adds 1 to each. It
+ * writes {"posix": P, "sysv": S} on fd 3 at start and after each line (then answers
+ * "ok"). Neither object is ever removed by the program: what outlives a world is
+ * cmc's to remove. A world that shares either with another world (or another run)
+ * starts from another count, or sees its counter move by itself.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -63,6 +65,17 @@ int main(int argc, char **argv)
     sysv_counter = shmat(id, NULL, 0);
     if (sysv_counter == (void *)-1)
         die("ipc: shmat");
+    pid_t child = fork();
+    if (child < 0)
+        die("ipc: fork");
+    if (child == 0) {
+        (*posix_counter)++;
+        (*sysv_counter)++;
+        _exit(0);
+    }
+    int status;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+        die("ipc: waitpid");
     emit();
 
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1])) };
@@ -81,17 +94,8 @@ int main(int argc, char **argv)
             for (ssize_t k = 0; k < n; k++) {
                 if (buf[k] != '\n')
                     continue;
-                pid_t child = fork();
-                if (child < 0)
-                    die("ipc: fork");
-                if (child == 0) {
-                    (*posix_counter)++;
-                    (*sysv_counter)++;
-                    _exit(0);
-                }
-                int status;
-                if (waitpid(child, &status, 0) != child)
-                    die("ipc: waitpid");
+                (*posix_counter)++;
+                (*sysv_counter)++;
                 emit();
                 if (write(c, "ok\n", 3) != 3)
                     break;
