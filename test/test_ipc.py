@@ -76,3 +76,23 @@ def test_nothing_outlives_an_interrupted_run(tmp_path, how):
     while host_objects() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert host_objects() == []
+
+
+@pytest.mark.parametrize("where,status", [("sock", 0), ("/tmp/cmc-unix-test.sock", 3),
+                                          ("\0cmc-abstract", 3)])
+def test_an_af_unix_name_outside_the_directory_is_refused(tmp_path, where, status):
+    """A socket file in the node's directory is the node's (and goes with the world);
+    one elsewhere, or an abstract name, would be every world's: refused, naming it."""
+    (tmp_path / "unix.py").write_text(
+        "import os, socket\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        f"s.bind({where!r})\n"
+        "os.write(3, b'{\"bound\": true}\\n')\n")
+    (tmp_path / "unix.model").write_text(f'node n = "{sys.executable} {tmp_path}/unix.py"\n')
+    r = run_cmc("--model-file", "unix.model", cwd=tmp_path)
+    assert r.returncode == status, r.stdout[-2000:] + r.stderr[-2000:]
+    if status:
+        said = ("an AF_UNIX socket at /tmp/cmc-unix-test.sock, outside its directory"
+                if where.startswith("/") else "an abstract AF_UNIX name")
+        assert f"called bind(" in r.stdout and said in r.stdout, r.stdout
+    assert not os.path.exists("/tmp/cmc-unix-test.sock")

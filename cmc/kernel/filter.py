@@ -62,8 +62,9 @@ ALWAYS = (
     "sigaltstack", "setsid", "setpgid", "ptrace", "unshare", "setns",
     # the names of POSIX shared-memory objects are the world's (shm.py)
     "unlink", "unlinkat", "link", "linkat", "rename", "renameat", "renameat2",
-    # SysV IPC objects: refused where a node has no IPC namespace of its own (shm.py)
-    "shmget", "semget", "msgget",
+    # SysV IPC objects: refused where a node has no IPC namespace of its own; an
+    # AF_UNIX name outside the node's directory: refused (shm.py)
+    "shmget", "semget", "msgget", "bind",
 )
 # open calls answered in C unless their flags (the second number: an argument, or
 # -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a

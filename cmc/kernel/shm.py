@@ -15,6 +15,9 @@ cmc_spawn), gone with its last process; where cmc may not make one, the SysV cal
 are refused (exit 3). A world whose node maps a SysV segment or a shared-memory object
 is replayed, not copied (fork.py: a copy would share the mapping).
 
+An AF_UNIX socket bound outside the node's directory (or to an abstract name) would
+be every world's too: that bind is refused (exit 3), naming the path.
+
 An open of such a path is opened by cmc (same flags and mode) and its descriptor
 given to the node (SECCOMP_IOCTL_NOTIF_ADDFD); unlink, link and rename between such
 paths are done by cmc. A call that mixes one with another path (a rename out of
@@ -125,3 +128,29 @@ def sys_sysv_get(call):
                        "would outlive cmc: cmc gives each node an IPC namespace of its own "
                        "only where it may make one (run it as root, or with CAP_SYS_ADMIN)",
                        first_is_fd=False)
+
+
+AF_UNIX = 1
+
+
+def unix_bind(call):
+    """bind of a real socket: an AF_UNIX name outside the node's directory would be
+    a file (or an abstract name) that every world of the run shares and that outlives
+    it: refused. Anything else runs natively."""
+    node, args = call.node, call.args
+    raw = node.read(args[1], min(args[2], 110))
+    if raw is None or len(raw) < 3 or int.from_bytes(raw[:2], "little") != AF_UNIX:
+        return CONTINUE
+    name = raw[2:].split(b"\0", 1)[0] if raw[2] else None
+    if name is None:
+        where = "an abstract AF_UNIX name, which every world of the run shares"
+    else:
+        path = name if name.startswith(b"/") else os.path.join(
+            os.readlink(f"/proc/{call.pid}/cwd").encode(), name)
+        real = os.path.realpath(os.path.dirname(os.fsdecode(path)))
+        if real == node.cwd or real.startswith(node.cwd + "/"):
+            return CONTINUE
+        where = (f"an AF_UNIX socket at {os.fsdecode(path)}, outside its directory: a "
+                 "file every world of the run would share and that would outlive it")
+    return unsupported(call, call.nr, args, f"binds {where} (make the program bind it "
+                       "in its directory, e.g. PostgreSQL's -k .)")
