@@ -279,17 +279,19 @@ def sys_open(call):
     disk_open(call, dirfd, path, flags)
     if path is None:
         return CONTINUE             # the kernel says EFAULT
+    if path.startswith(shm.SHM_DIR):
+        # a POSIX shared-memory object (glibc names them so): the world's (shm.py)
+        name = shm.shm_name(os.path.normpath(path))
+        if name is not None:
+            return shm.open_object(call, name, flags, _open_mode(call))
+    if flags & O_ACCMODE:
+        return CONTINUE             # the kernel refuses to write what is emulated below
     if not path.startswith(b"/"):
         where = "cwd" if dirfd == AT_FDCWD else f"fd/{dirfd}"
         try:
             path = os.path.join(os.readlink(f"/proc/{notif.pid}/{where}").encode(), path)
         except OSError:
             return CONTINUE
-    name = shm.shm_name(os.path.normpath(path))
-    if name is not None:            # a POSIX shared-memory object: the world's (shm.py)
-        return shm.open_object(call, name, flags, _open_mode(call))
-    if flags & O_ACCMODE:
-        return CONTINUE             # the kernel refuses to write what is emulated below
     path = os.path.normpath(path)
     if path in _RANDOM_FILES:
         return _answer_with(call, "random", _RANDOM_FILES[path](node), flags)

@@ -402,10 +402,13 @@ class Cluster:
 
     def compact(self) -> None:
         """The zeros of the nodes' large files become holes (content.compact): a
-        world kept costs what its nodes wrote, not what they preallocated."""
+        world kept costs what its nodes wrote, not what they preallocated. With a
+        page cache, only a directory cmc saw change since (its disk's generation)."""
         for node in self.nodes:
-            if node.lease is None:
+            disk = node.disk
+            if node.lease is None and not (disk.on and disk.compacted == disk.generation):
                 compact(node.cwd)
+                disk.compacted = disk.generation
 
     def _conn_by_key(self, key: tuple) -> Connection:
         for k, c in self._conns_in_order():

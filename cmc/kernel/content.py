@@ -41,22 +41,27 @@ def is_zero(data) -> bool:
 def sparse(data: bytes, offset: int) -> tuple[tuple[int, bytes], ...]:
     """data, found at offset of a file, as (offset, bytes) runs without the pieces
     that are all zero (pieces end where CHUNK-aligned chunks do)."""
-    runs: list[list] = []
+    pieces = []
     pos, end = offset, offset + len(data)
     while pos < end:
         stop = min(end, (pos // CHUNK + 1) * CHUNK)
-        piece = data[pos - offset:stop - offset]
-        if not is_zero(piece):
-            if runs and runs[-1][0] + len(runs[-1][1]) == pos:
-                runs[-1][1] += piece
-            else:
-                runs.append([pos, bytearray(piece)])
+        pieces.append((pos, data[pos - offset:stop - offset]))
         pos = stop
+    return _merged(pieces)
+
+
+def _merged(pieces) -> tuple[tuple[int, bytes], ...]:
+    """(offset, bytes) pieces in order, the all-zero ones left out, the adjacent
+    ones joined."""
+    runs: list[list] = []
+    for pos, piece in pieces:
+        if is_zero(piece):
+            continue
+        if runs and runs[-1][0] + len(runs[-1][1]) == pos:
+            runs[-1][1] += piece
+        else:
+            runs.append([pos, bytearray(piece)])
     return tuple((off, bytes(b)) for off, b in runs)
-
-
-def runs_size(runs) -> int:
-    return sum(len(b) for _, b in runs)
 
 
 def _data_ranges(fd: int, size: int):
@@ -210,17 +215,8 @@ class Content:
 
     def runs(self) -> tuple[tuple[int, bytes], ...]:
         """All of it as sparse runs (what the disk model saves)."""
-        out: list[tuple[int, bytes]] = []
-        for i in self.indices():
-            lo = i * CHUNK
-            out.extend(sparse(self.chunk(i)[:max(0, min(CHUNK, self.size - lo))], lo))
-        merged: list[list] = []
-        for off, b in out:
-            if merged and merged[-1][0] + len(merged[-1][1]) == off:
-                merged[-1][1] += b
-            else:
-                merged.append([off, bytearray(b)])
-        return tuple((off, bytes(b)) for off, b in merged)
+        return _merged((i * CHUNK, self.chunk(i)[:max(0, min(CHUNK, self.size - i * CHUNK))])
+                       for i in self.indices())
 
     # -- writing it ---------------------------------------------------------------------
     def write_to(self, fd: int, whole: bool = False) -> None:

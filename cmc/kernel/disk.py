@@ -56,7 +56,7 @@ class Write:
     offset: int
     length: int
     data: bytes | None  # what it wrote (kept under fsync partial)
-    size: int = 0       # the file's size before it
+    size: int = 0       # the file's size before it (the caller knows it: an fstat)
     before: tuple = ()  # the bytes it overwrote: (offset, bytes) runs, zeros left out
 
     def span(self, size: int) -> tuple[int, int]:
@@ -152,6 +152,7 @@ class Disk:
         # name made or removed: diskcalls.py) counts here; the digest is kept for it
         self.generation = 0
         self._digest: tuple[int, str] | None = None
+        self.compacted = -1             # the generation Cluster.compact last saw
 
     def changed(self) -> None:
         self.generation += 1
@@ -183,7 +184,7 @@ class Disk:
     # -- what the node does ----------------------------------------------------------
     def wrote(self, w: Write, sync: bool) -> None:
         """Record write w (about to run natively, on the file named w.name in the
-        node's directory); with sync it is durable at once."""
+        node's directory, of size w.size); with sync it is durable at once."""
         self.generation += 1
         path = os.path.join(self.root, w.name)
         if sync:
@@ -192,20 +193,16 @@ class Disk:
                     w.apply(c)
                     self.saved[w.ident] = (c.runs(), c.size)
             return
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            fd = -1
-        try:
-            size = os.fstat(fd).st_size if fd >= 0 else 0
-            start, end = w.span(size)
-            before = sparse(os.pread(fd, end - start, start), start) if end > start else ()
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        start, end = w.span(w.size)
+        before = ()
+        if end > start:                  # it overwrites something: keep what
+            try:
+                with open(path, "rb") as f:
+                    before = sparse(os.pread(f.fileno(), end - start, start), start)
+            except OSError:
+                pass
         data = w.data if self.partial or w.kind != "write" else None
-        self.pending.append(Write(w.ident, w.name, w.kind, w.offset, w.length, data,
-                                  size, before))
+        self.pending.append(replace(w, data=data, before=before))
 
     def synced(self, ident: tuple) -> None:
         """A file's current contents were made durable (fsync of it)."""

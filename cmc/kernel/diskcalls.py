@@ -99,12 +99,12 @@ def disk_write(call, fd: int, read):
             offset = args[3]
     if flags & O_APPEND:
         offset = size
-    node.disk.wrote(Write(ident, name, "write", offset, len(data), data), sync)
+    node.disk.wrote(Write(ident, name, "write", offset, len(data), data, size), sync)
     return CONTINUE
 
 
-def _truncated(node, ident, name: str, length: int) -> None:
-    node.disk.wrote(Write(ident, name, "truncate", length, 0, None), False)
+def _truncated(node, ident, name: str, length: int, size: int) -> None:
+    node.disk.wrote(Write(ident, name, "truncate", length, 0, None, size), False)
 
 
 def disk_open(call, dirfd: int, path: bytes, flags: int) -> None:
@@ -124,7 +124,7 @@ def disk_open(call, dirfd: int, path: bytes, flags: int) -> None:
         if stat.S_ISREG(st.st_mode) and st.st_size:
             real = os.path.realpath(full)
             if _inside(node, real):
-                _truncated(node, file_id(real), real[len(node.cwd) + 1:], 0)
+                _truncated(node, file_id(real), real[len(node.cwd) + 1:], 0, st.st_size)
     except OSError:
         pass
 
@@ -223,7 +223,7 @@ def sys_ftruncate(call):
         return failed
     found = node_file(call, fd) if node.disk.on else None
     if found is not None and not call.args[1] >> 63 and call.args[1] != found[3]:
-        _truncated(node, found[2], found[1], call.args[1])
+        _truncated(node, found[2], found[1], call.args[1], found[3])
     return CONTINUE
 
 
@@ -237,7 +237,8 @@ def sys_truncate(call):
         real = os.path.realpath(full)
         st = os.stat(real)
         if _inside(node, real) and stat.S_ISREG(st.st_mode) and st.st_size != call.args[1]:
-            _truncated(node, file_id(real), real[len(node.cwd) + 1:], call.args[1])
+            _truncated(node, file_id(real), real[len(node.cwd) + 1:], call.args[1],
+                       st.st_size)
     except OSError:
         pass
     return CONTINUE
@@ -252,57 +253,49 @@ def sys_creat(call):
 @handles("rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
          "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat")
 def sys_name(call):
-    """A name may be made or removed: the tree's digest is computed again; under
-    strict a file losing its last name keeps its durable contents (Disk.removing)."""
+    """A name may be made or removed: the tree's digest is computed again; a
+    shared-memory object's name is the world's (shm.py); under strict a file losing
+    its last name keeps its durable contents (Disk.removing)."""
     node = call.node
-    if call.nr in _SHM_CALLS:
-        answer = shm.name_call(call, NAME[call.nr], _name_paths(call))
-        if answer is not None:
-            return answer
+    paths = _name_paths(call) if call.nr in _NAME_PATHS else []
+    answer = shm.name_call(call, NAME[call.nr], paths) if paths else None
+    if answer is not None:
+        return answer
     node.disk.changed()
-    if node.disk.strict:
-        gone = _removed_name(call)
-        if gone is not None:
-            full = _resolve(call, *gone)
-            if full is not None:
-                node.disk.removing(full)
+    gone = _removed(call, paths) if node.disk.strict else None
+    if gone is not None:
+        node.disk.removing(os.fsdecode(gone))
     return CONTINUE
 
 
 AT_REMOVEDIR, RENAME_EXCHANGE = 0x200, 2
-_SHM_CALLS = {NR[n] for n in ("unlink", "unlinkat", "link", "linkat", "rename", "renameat",
-                              "renameat2")}
+# where each unlink, link and rename has its paths: (dirfd argument or None for the
+# cwd, path argument) for each name it gives
+_NAME_PATHS = {NR["unlink"]: ((None, 0),), NR["unlinkat"]: ((0, 1),),
+               NR["link"]: ((None, 0), (None, 1)), NR["rename"]: ((None, 0), (None, 1)),
+               NR["linkat"]: ((0, 1), (2, 3)), NR["renameat"]: ((0, 1), (2, 3)),
+               NR["renameat2"]: ((0, 1), (2, 3))}
 
 
 def _name_paths(call) -> list[bytes | None]:
     """The paths an unlink, link or rename names, absolute and normalised."""
-    nr, args, read = call.nr, call.args, call.node.read_cstr
-    if nr in (NR["unlink"],):
-        pairs = [(AT_FDCWD, args[0])]
-    elif nr == NR["unlinkat"]:
-        pairs = [(fd_arg(args[0]), args[1])]
-    elif nr in (NR["link"], NR["rename"]):
-        pairs = [(AT_FDCWD, args[0]), (AT_FDCWD, args[1])]
-    else:
-        pairs = [(fd_arg(args[0]), args[1]), (fd_arg(args[2]), args[3])]
+    args, read = call.args, call.node.read_cstr
     out = []
-    for dirfd, addr in pairs:
-        full = _resolve(call, dirfd, read(addr))
+    for dirfd, path in _NAME_PATHS[call.nr]:
+        full = _resolve(call, AT_FDCWD if dirfd is None else fd_arg(args[dirfd]),
+                        read(args[path]))
         out.append(None if full is None else os.fsencode(os.path.normpath(full)))
     return out
 
 
-def _removed_name(call):
-    """(dirfd, path) of the name the call removes or replaces, else None."""
-    nr, args, read = call.nr, call.args, call.node.read_cstr
-    if nr == NR["unlink"]:
-        return AT_FDCWD, read(args[0])
-    if nr == NR["unlinkat"] and not args[2] & AT_REMOVEDIR:
-        return fd_arg(args[0]), read(args[1])
-    if nr == NR["rename"]:
-        return AT_FDCWD, read(args[1])
-    if nr == NR["renameat"] or (nr == NR["renameat2"] and not args[4] & RENAME_EXCHANGE):
-        return fd_arg(args[2]), read(args[3])
+def _removed(call, paths: list) -> bytes | None:
+    """The name the call removes or replaces (of `paths`), else None."""
+    nr, args = call.nr, call.args
+    if nr == NR["unlink"] or (nr == NR["unlinkat"] and not args[2] & AT_REMOVEDIR):
+        return paths[0]
+    if nr in (NR["rename"], NR["renameat"]) or (
+            nr == NR["renameat2"] and not args[4] & RENAME_EXCHANGE):
+        return paths[1]
     return None
 
 
@@ -318,7 +311,8 @@ def sys_fallocate(call):
                            "model does not follow (only fallocate modes 0 and "
                            "FALLOC_FL_KEEP_SIZE are; try disk off)")
     if not mode & FALLOC_FL_KEEP_SIZE and args[2] + args[3] > found[3]:
-        node.disk.wrote(Write(found[2], found[1], "extend", args[2], args[3], None), False)
+        node.disk.wrote(Write(found[2], found[1], "extend", args[2], args[3], None, found[3]),
+                        False)
     return CONTINUE
 
 
@@ -386,6 +380,6 @@ def sys_copy_into(call):
     if out_flags & O_APPEND:
         out_pos = found[3]
     if data:
-        node.disk.wrote(Write(found[2], found[1], "write", out_pos, len(data), data),
+        node.disk.wrote(Write(found[2], found[1], "write", out_pos, len(data), data, found[3]),
                         bool(out_flags & O_DSYNC))
     return CONTINUE

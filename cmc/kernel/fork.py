@@ -353,7 +353,7 @@ class Lease:
         os.mkdir(world)
         os.mkdir(os.path.dirname(cwd))
         copy_tree(self.cwd, cwd)             # sparse: zeros stay holes
-        shm.copy(self.cwd, cwd, copy_tree)    # and its shared-memory objects (shm.py)
+        shm.copy(self.cwd, cwd)    # and its shared-memory objects (shm.py)
         node.disk.rekey(self.cwd, cwd)       # the copy's page cache follows its files
         self.users -= 1
         node.lease = None

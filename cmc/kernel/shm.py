@@ -30,6 +30,7 @@ import os
 import shutil
 
 from . import _native
+from .content import copy_tree
 from .answer import ANSWERED, CONTINUE, Err, Ret
 from .handler import handles, unsupported
 
@@ -56,11 +57,6 @@ def folder(node) -> str:
 
 def real_path(node, name: str) -> str:
     return os.path.join(folder(node), name)
-
-
-def is_mine(node, path: str) -> bool:
-    """Whether path is in the node's shared-memory folder."""
-    return path.startswith(folder(node) + "/")
 
 
 def open_object(call, name: str, flags: int, mode: int):
@@ -110,7 +106,7 @@ def forget(node) -> None:
     shutil.rmtree(folder(node), ignore_errors=True)
 
 
-def copy(old_cwd: str, new_cwd: str, copy_tree) -> None:
+def copy(old_cwd: str, new_cwd: str) -> None:
     """A copy of the world: the objects are copied with the node's directory."""
     if os.path.isdir(old_cwd + ".shm"):
         copy_tree(old_cwd + ".shm", new_cwd + ".shm")
