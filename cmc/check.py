@@ -28,7 +28,7 @@ from .report.html import report_from_trace, write_html
 from .report.tlc import KIND_WORDING, TlcReporter
 from .report.trace import conflicts, read_trace, write_trace
 from .interrupts import interrupts_held
-from .resources import Bound, default_bound
+from .resources import Bound
 from .scratch import Scratch
 from .machines import pin_cpu
 
@@ -133,7 +133,7 @@ def check(args, run: Run) -> Outcome:
     reporter = make_reporter()
     scratch = Scratch(parent=args.scratch)
     workroot = scratch.path
-    memory_bound = Bound(args.max_memory or default_bound(), workroot)
+    memory_bound = Bound(args.max_memory, workroot)
     system_model = ClusterModel(spec_for(model, args), workroot, many=args.fast)
     try:
         memory_bound.start()
@@ -283,7 +283,7 @@ def replay_trace(args, run: Run, model, trace: dict) -> Outcome:
     reporter = TlcReporter()
     scratch = Scratch(parent=args.scratch)
     system_model = ClusterModel(spec_for(model, args), scratch.path, recording=True)
-    memory_bound = Bound(args.max_memory or default_bound(), scratch.path)
+    memory_bound = Bound(args.max_memory, scratch.path)
     try:
         memory_bound.start()
         reporter.start(replay=True)

@@ -190,10 +190,10 @@ class Usage:
 # -- the bound ---------------------------------------------------------------------------
 class Bound:
     """Samples the run's usage in a process of its own and stops the run before it
-    passes `limit` bytes (see the module's text)."""
+    passes `limit` bytes (None: the default bound; see the module's text)."""
 
-    def __init__(self, limit: int, scratch: str | None):
-        self.limit = limit
+    def __init__(self, limit: int | None, scratch: str | None):
+        self.limit = limit or default_bound()
         self.scratch = scratch
         self._proc: subprocess.Popen | None = None
         self._read = -1
@@ -203,6 +203,7 @@ class Bound:
         if threading.current_thread() is not threading.main_thread():
             return self                  # a run called in a thread: no signal to send
         read, write = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(read, False)     # read by the signal's handler, never waited on
         self._old_handler = signal.signal(STOP_SIGNAL, self._raise)
         try:
             self._proc = subprocess.Popen(
@@ -225,7 +226,6 @@ class Bound:
     def _raise(self, signum, frame):
         if self._read < 0:
             return
-        os.set_blocking(self._read, False)
         try:
             message = os.read(self._read, 1 << 16).decode(errors="replace")
         except BlockingIOError:
