@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The walk of one DELIVER along the copying path, counted in the code it passes.
+
+A reader following one step of a search with --fast (the default) starts where the
+engine asks a world for a copy and ends when the copy has taken a DELIVER. This
+script does exactly that on the durlog demo (launch, copy the world, take the first
+DELIVER the copy offers) with a profiler on, and records every call that goes from a
+function in one of cmc's files into a function in another: a *stop*. A function
+entered again later (a loop, the same helper) counts once, at its first entry, so
+the figure says how many places a reader visits, not how often the code runs them.
+A *return* is a stop into a file the walk had already left: the reader goes back to
+a file they read a moment ago.
+
+    python3 experiments/deliver_walk.py [-v]      # -v: list the stops
+
+Results: docs/design.md, "One step, read from end to end".
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cmc.adapter import ClusterModel, cluster_spec    # noqa: E402
+from cmc.lang import load_model                        # noqa: E402
+
+CMC = str(ROOT / "cmc") + os.sep
+
+
+def walk(model_file: str) -> list[tuple[str, str]]:
+    """The stops of one DELIVER on a copy, in order: (file under cmc/, function)."""
+    model = load_model(model_file, {})
+    with tempfile.TemporaryDirectory(prefix="cmc-walk-") as root:
+        systems = ClusterModel(cluster_spec(model, 8, 10.0), root, many=True)
+        try:
+            first = systems.fresh()
+            stops: list[tuple[str, str]] = []
+            seen: set[tuple[str, str]] = set()
+
+            def profile(frame, event, _arg):
+                if event != "call":
+                    return
+                callee = frame.f_code.co_filename
+                caller = frame.f_back.f_code.co_filename if frame.f_back else ""
+                if not callee.startswith(CMC) or not caller.startswith(CMC):
+                    return
+                if callee == caller:
+                    return
+                place = (callee[len(CMC):], frame.f_code.co_qualname)
+                if place not in seen:
+                    seen.add(place)
+                    stops.append(place)
+            sys.setprofile(profile)
+            try:
+                copy = first.fork()
+                key = next(a.key for a in copy.actions() if a.kind.name == "DELIVER")
+                copy.apply(key)
+            finally:
+                sys.setprofile(None)
+            return stops
+        finally:
+            systems.close_all()
+
+
+def returns(stops: list[tuple[str, str]]) -> int:
+    """Stops into a file the walk had left before."""
+    left: set[str] = set()
+    count, here = 0, None
+    for file, _ in stops:
+        if file != here:
+            if file in left:
+                count += 1
+            if here is not None:
+                left.add(here)
+            here = file
+    return count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-v", action="store_true", help="list the stops")
+    ap.add_argument("model", nargs="?", default=str(ROOT / "models" / "durlog.model"))
+    args = ap.parse_args()
+    stops = walk(args.model)
+    if args.v:
+        for file, fn in stops:
+            print(f"  {file}: {fn}")
+    files = len({f for f, _ in stops})
+    print(f"{len(stops)} stops in {files} files, {returns(stops)} of them returns "
+          f"to a file already left")
+
+
+if __name__ == "__main__":
+    main()
