@@ -21,7 +21,7 @@ import os
 from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
-from .kernel.fork import ForkFailed, NotForkable, Roots
+from .kernel.proc.fork import ForkFailed, NotForkable, Roots
 from .lang import (EvaluationError, StateChecks, history_rows, history_violations,
                    reply_record)
 

@@ -33,7 +33,7 @@ from cmc.check import Run, make_search, spec_for           # noqa: E402
 from cmc.machines import pin_cpu                     # noqa: E402
 from cmc.cli import parse_args                               # noqa: E402
 from cmc.engine.model import NullReporter           # noqa: E402
-from cmc.kernel.node import COUNTERS                 # noqa: E402
+from cmc.kernel.proc.tasks import COUNTERS                 # noqa: E402
 from cmc.lang import load_model                      # noqa: E402
 from cmc.scratch import Scratch                      # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The architecture of STYLE.md as an allow-list: for every module of cmc/, the cmc
+"""The architecture of docs/design.md ("The rooms") as an allow-list: for every module of cmc/, the cmc
 modules and third-party packages it may import, checked on the source (static imports,
 relative ones resolved, and dynamic imports by `importlib.import_module` or
 `__import__`). The check takes the tree's root, so a test can plant a violation in a
@@ -14,8 +14,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# A unit is a room (every module under cmc/ROOM/) or a top-level module ("cmc" is the
-# package's __init__: the version). Each may import the units named here, or exactly
+# A unit is a room (every module under cmc/ROOM/, and under cmc/kernel/ROOM/ for the
+# kernel's rooms) or a top-level module ("cmc" is the package's __init__: the version;
+# cmc.kernel.cluster, the kernel's face). Each may import the units named here, or exactly
 # the modules named here. Imports flow one way: cli -> check -> (adapter, engine, lang,
 # report); the adapter is the one seam, the only translator between the rooms (the
 # language's model to the kernel's cluster spec and the engine's properties); the
@@ -35,10 +36,24 @@ MAY_IMPORT = {
     "cmc.interrupts": set(),            # Ctrl-C and SIGTERM held (any unit may)
     "cmc.scratch": {"cmc.errors", "cmc.interrupts"},   # the run's scratch directory
     "cmc.resources": {"cmc.errors"},    # --max-memory: the run's memory and scratch, watched
-    "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.kernel", "cmc.lang"},
+    # the kernel is seen through its face (a world of nodes) and the copying errors
+    "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.lang", "cmc.kernel.cluster",
+                    "cmc.kernel.proc.fork"},
     "cmc.engine": {"cmc.engine", "cmc.errors"},
     "cmc.lang": {"cmc.lang", "cmc.errors"},
-    "cmc.kernel": {"cmc.kernel", "cmc.errors", "cmc.interrupts"},
+    # The kernel by role, bottom-up: each room stands on those below it, never above.
+    # linux: the ABI, the filter, the C helper, /proc; world: what a world holds (network,
+    # disk, clients, actions); calls: the handlers; proc: running and copying a node's
+    # processes; cluster: the world of nodes the adapter drives.
+    "cmc.kernel": set(),
+    "cmc.kernel.linux": {"cmc.kernel.linux", "cmc.kernel._cmc_helper"},
+    "cmc.kernel.world": {"cmc.kernel.world", "cmc.kernel.linux", "cmc.errors"},
+    "cmc.kernel.calls": {"cmc.kernel.calls", "cmc.kernel.world", "cmc.kernel.linux",
+                         "cmc.errors"},
+    "cmc.kernel.proc": {"cmc.kernel.proc", "cmc.kernel.calls", "cmc.kernel.world",
+                        "cmc.kernel.linux", "cmc.errors", "cmc.interrupts"},
+    "cmc.kernel.cluster": {"cmc.kernel.proc", "cmc.kernel.calls", "cmc.kernel.world",
+                           "cmc.kernel.linux", "cmc.errors", "cmc.interrupts"},
     # a reporter renders what the engine emits (Outcome, Stats, Step: the engine's
     # protocol module), and the JSON report carries cmc's version
     "cmc.report": {"cmc.report", "cmc.errors", "cmc", "cmc.engine.model"},
@@ -47,10 +62,10 @@ MAY_IMPORT = {
 # Packages (and cmc's compiled helper) that only some units or modules may import. A
 # third-party package missing here is an error: say where it belongs.
 ONLY_IN = {
-    "cffi": {"cmc.kernel._native"},              # and csrc/build_helper.py, outside cmc/
-    "cmc.kernel._cmc_helper": {"cmc.kernel._native"},
-    "ptrace": {"cmc.kernel.calllog"},            # python-ptrace's syscall prototypes
-    "xxhash": {"cmc.kernel"},
+    "cffi": {"cmc.kernel.linux._native"},        # and csrc/build_helper.py, outside cmc/
+    "cmc.kernel._cmc_helper": {"cmc.kernel.linux._native"},
+    "ptrace": {"cmc.kernel.calls.calllog"},      # python-ptrace's syscall prototypes
+    "xxhash": {"cmc.kernel.world", "cmc.kernel.cluster"},   # digests of files and worlds
     "lark": {"cmc.lang"},
     "rich": {"cmc.report"},
     "ray": {"cmc.engine.rayworkers"},            # optional: --ray (pip install 'cmc[ray]')
@@ -63,9 +78,10 @@ def module_name(root: pathlib.Path, path: pathlib.Path) -> str:
 
 
 def unit_of(module: str) -> str:
-    """cmc.engine.bfs -> cmc.engine; cmc.cli -> cmc.cli; cmc -> cmc."""
+    """cmc.engine.bfs -> cmc.engine; cmc.cli -> cmc.cli; cmc -> cmc; in the kernel,
+    one level down: cmc.kernel.world.net -> cmc.kernel.world, cmc.kernel.cluster."""
     parts = module.split(".")
-    return ".".join(parts[:2])
+    return ".".join(parts[:3] if parts[:2] == ["cmc", "kernel"] else parts[:2])
 
 
 def is_module(root: pathlib.Path, module: str) -> bool:
@@ -162,28 +178,44 @@ def test_the_check_sees_the_imports_it_allows():
     """Not vacuous: the edges the allow-lists exist for are found in today's code."""
     seen = {(unit_of(module_name(ROOT, p)), m)
             for p in (ROOT / "cmc").rglob("*.py") for _, m in imports_of(ROOT, p)}
-    for edge in [("cmc.kernel", "cmc.kernel._cmc_helper"), ("cmc.report", "cmc.engine.model"),
+    for edge in [("cmc.kernel.linux", "cmc.kernel._cmc_helper"),
+                 ("cmc.report", "cmc.engine.model"),
                  ("cmc.report", "cmc"), ("cmc.adapter", "cmc.kernel.cluster"),
                  ("cmc.adapter", "cmc.lang"), ("cmc.check", "cmc.adapter"),
-                 ("cmc.kernel", "cmc.errors"), ("cmc.lang", "lark"), ("cmc.kernel", "xxhash")]:
+                 ("cmc.kernel.world", "cmc.errors"), ("cmc.lang", "lark"),
+                 ("cmc.kernel.world", "xxhash"), ("cmc.kernel.world", "cmc.kernel.linux._native"),
+                 ("cmc.kernel.calls", "cmc.kernel.world.net"),
+                 ("cmc.kernel.proc", "cmc.kernel.calls.answer"),
+                 ("cmc.kernel.cluster", "cmc.kernel.proc.node")]:
         assert edge in seen, edge
 
 
 PLANTS = {
-    "kernel-imports-adapter": ("cmc/kernel/net.py", "import cmc.adapter\n", "cmc.adapter"),
+    "kernel-imports-adapter": ("cmc/kernel/world/net.py", "import cmc.adapter\n", "cmc.adapter"),
     "report-imports-kernel": ("cmc/report/tlc.py", "from ..kernel import cluster\n",
                               "cmc.kernel.cluster"),
     "engine-imports-kernel-dynamically": (
         "cmc/engine/bfs.py", 'import importlib\nimportlib.import_module("cmc.kernel")\n',
         "cmc.kernel"),
-    "cffi-outside-native": ("cmc/kernel/sockaddr.py", "from cffi import FFI\n", "cffi"),
+    "cffi-outside-native": ("cmc/kernel/linux/sockaddr.py", "from cffi import FFI\n", "cffi"),
     "engine-imports-kernel-relatively": ("cmc/engine/search.py", "from .. import kernel\n",
                                          "cmc.kernel"),
     "lang-imports-report-by-dunder": ("cmc/lang/values.py", '__import__("cmc.report.tlc")\n',
                                       "cmc.report.tlc"),
     "rich-in-the-engine": ("cmc/engine/model.py", "from rich.text import Text\n", "rich.text"),
-    "helper-outside-native": ("cmc/kernel/fork.py", "from ._cmc_helper import lib\n",
+    "helper-outside-native": ("cmc/kernel/proc/fork.py", "from .._cmc_helper import lib\n",
                               "cmc.kernel._cmc_helper"),
+    # the kernel's rooms: none reaches up
+    "linux-imports-the-world": ("cmc/kernel/linux/abi.py", "from ..world import net\n",
+                                "cmc.kernel.world.net"),
+    "world-imports-a-handler": ("cmc/kernel/world/net.py", "from ..calls.answer import Ret\n",
+                                "cmc.kernel.calls.answer"),
+    "handler-imports-the-node": ("cmc/kernel/calls/stream.py",
+                                 "from ..proc.node import Node\n", "cmc.kernel.proc.node"),
+    "node-imports-the-cluster": ("cmc/kernel/proc/node.py", "from .. import cluster\n",
+                                 "cmc.kernel.cluster"),
+    "adapter-reaches-past-the-face": ("cmc/adapter.py", "from .kernel.world import net\n",
+                                      "cmc.kernel.world.net"),
 }
 
 
@@ -219,7 +251,7 @@ def _looks_inside(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_the_engine_never_looks_inside_a_world_or_a_key():
-    """Issue 12: the engine knows neither the world's shape nor a key's: it asks the
+    """The engine knows neither the world's shape nor a key's: it asks the
     system (actions' kinds, parts) and hands views to properties and reporters."""
     bad = []
     for path in sorted((ROOT / "cmc" / "engine").glob("*.py")):

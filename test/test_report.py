@@ -17,8 +17,8 @@ from browser import CHROMIUM, Browser
 from conftest import MODELS
 from cmc.engine.model import Action as EngineAction
 from cmc.engine.model import ActionKind, Outcome, Property, Stats, Step
-from cmc.kernel.actions import Action
-from cmc.kernel.net import quote
+from cmc.kernel.world.actions import Action
+from cmc.kernel.world.net import quote
 from cmc.report import tlc
 from cmc.report.console import LiveReporter, make_reporter
 from cmc.report.html import render, report_from_trace, write_html

@@ -18,17 +18,17 @@ import xxhash
 
 from ..errors import EngineError
 from ..interrupts import interrupts_held
-from . import dgram
-from .fork import drop_root, fork_world, hold_root
-from .net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg, Network,
-                  fmt_addr)
-from .actions import Action, describe_key, message_action
-from .clients import Client
-from .content import compact
-from . import shm
-from .dispatch import dispatch
-from .node import Node
-from .sockets import close_vfd
+from .calls import dgram
+from .proc.fork import drop_root, fork_world, hold_root
+from .world.net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg,
+                        Network, fmt_addr)
+from .world.actions import Action, describe_key, message_action
+from .world.clients import Client
+from .world.content import compact
+from .calls import shm
+from .calls.dispatch import dispatch
+from .proc.node import Node
+from .calls.sockets import close_vfd
 
 
 def digest(data: bytes) -> bytes:

@@ -12,8 +12,8 @@ import errno as errno_mod
 from ptrace.syscall.prototypes import SYSCALL_PROTOTYPES
 
 from .answer import ANSWERED, CONTINUE, Err, Ret
-from .net import quote
-from .syscalls_x86_64 import NAME
+from ..world.net import quote
+from ..linux.syscalls_x86_64 import NAME
 
 
 def _arg(ctype: str, value: int) -> str:

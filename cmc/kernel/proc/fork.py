@@ -40,12 +40,12 @@ import shutil
 import stat
 import types
 
-from ..errors import EngineError
-from ..interrupts import interrupts_held
-from . import _native
-from . import shm
-from .content import copy_tree
-from .disk import reached_another_world
+from ...errors import EngineError
+from ...interrupts import interrupts_held
+from ..linux import _native, procfs
+from ..calls import shm
+from ..world.content import copy_tree
+from ..world.disk import reached_another_world
 from .node import Tap
 
 # How long a process made to re-issue its held call may take to do so: a notification
@@ -144,33 +144,20 @@ def load_record(saved: tuple[bytes, dict[int, object]]):
 
 
 # -- what a process holds ---------------------------------------------------------------
-def _fdinfo(pid: int, fd: int) -> dict[str, str]:
-    out = {}
-    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            out.setdefault(key, value.strip())
-    return out
-
-
 def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
     flags, pos, cloexec) or ("epoll", fd, cloexec), for a node `forkable` let be lent.
     Raises NotForkable."""
     pid, cwd = node.pid, node.cwd
     try:
-        with open(f"/proc/{pid}/maps") as f:
-            for line in f:
-                fields = line.split(None, 5)
-                path = fields[5].strip() if len(fields) == 6 else ""
-                if path.startswith((cwd + "/", cwd + ".shm/", "/SYSV")):
-                    raise NotForkable(f"node {node.name} maps {path} into memory")
+        for path in procfs.mapped_paths(pid):
+            if path.startswith((cwd + "/", cwd + ".shm/", "/SYSV")):
+                raise NotForkable(f"node {node.name} maps {path} into memory")
         plan = []
-        for name in os.listdir(f"/proc/{pid}/fd"):
-            fd = int(name)
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        for fd in procfs.fds(pid):
+            target = procfs.fd_target(pid, fd)
             if target.startswith("/"):
-                info = _fdinfo(pid, fd)
+                info = procfs.fdinfo(pid, fd)
                 flags = int(info["flags"], 8)
                 if target.startswith(cwd + ".shm/"):
                     raise NotForkable(f"node {node.name} has the shared-memory object "
@@ -180,7 +167,7 @@ def fd_plan(node) -> list[tuple]:
                     continue                # stdout, stderr, logs: the copy appends too
                 if target.endswith(" (deleted)"):
                     raise NotForkable(f"node {node.name} has a deleted file open on fd {fd}")
-                mode = os.stat(f"/proc/{pid}/fd/{fd}").st_mode
+                mode = os.stat(procfs.fd_link(pid, fd)).st_mode
                 if stat.S_ISCHR(mode):
                     continue                        # /dev/null and the like: no state
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
@@ -188,7 +175,7 @@ def fd_plan(node) -> list[tuple]:
                 plan.append(("file", fd, target, flags & _KEEP_FLAGS, int(info["pos"]),
                              bool(flags & os.O_CLOEXEC)))
             elif target == "anon_inode:[eventpoll]":
-                info = _fdinfo(pid, fd)
+                info = procfs.fdinfo(pid, fd)
                 if "tfd" in info:
                     raise NotForkable(f"node {node.name} watches real descriptors with the "
                                       f"epoll instance on fd {fd}")
@@ -203,13 +190,10 @@ def fd_plan(node) -> list[tuple]:
 def home_address(node) -> int | None:
     """Where, in node's memory, the value of HOME=<its directory> lies (the
     environment block the kernel set up at exec), or None."""
-    try:
-        with open(f"/proc/{node.pid}/stat") as f:
-            env_start = int(f.read().rsplit(")", 1)[1].split()[47])  # field 50
-        with open(f"/proc/{node.pid}/environ", "rb") as f:
-            block = f.read()
-    except (OSError, ValueError, IndexError):
+    env = procfs.environment(node.pid)
+    if env is None:
         return None
+    env_start, block = env
     entry = b"HOME=" + os.fsencode(node.cwd) + b"\0"
     if block.startswith(entry):
         return env_start + 5

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..errors import EngineError
-from .abi import SOL_SOCKET
+from ...errors import EngineError
+from ..linux.abi import SOL_SOCKET
 
 CONNECT, DATA, FIN, RST = "CONNECT", "DATA", "FIN", "RST"
 

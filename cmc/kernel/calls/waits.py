@@ -23,12 +23,12 @@ import os
 import select
 import struct
 
-from . import _native
-from .abi import POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, VFD_BASE
+from ..linux import _native
+from ..linux.abi import POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, VFD_BASE
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
 from .handler import fd_arg, handles, read_timespec
 from .sockets import get_sock, readiness, ready_token
-from .syscalls_x86_64 import NR
+from ..linux.syscalls_x86_64 import NR
 
 POLLFD = struct.Struct("<ihh")
 EPOLL_EVENT = struct.Struct("<IQ")          # packed on x86_64

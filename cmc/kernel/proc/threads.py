@@ -30,11 +30,10 @@ process's; a handler sees the node through the process that made the call.
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass, field
 
-from . import _native
-from .syscalls_x86_64 import NR
+from ..linux import _native
+from ..linux.syscalls_x86_64 import NR
 
 # Calls a thread may sleep in natively, not notified, that another thread of the
 # node ends (a pipe or AF_UNIX socket between threads, a signal sent by a thread, a
@@ -193,50 +192,3 @@ class Process:
                 return out + chunk[:nul]
             out += chunk
         return out
-
-
-def task_status(tid: int) -> dict[str, str]:
-    """The fields of /proc/TID/status (Tgid, PPid, SigPnd, ShdPnd, SigBlk, SigCgt...);
-    empty when the kernel no longer lists tid."""
-    try:
-        with open(f"/proc/{tid}/status", "rb") as f:
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return {}
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
-
-
-def task_children(pid: int, tid: int) -> list[int]:
-    """The children thread tid of process pid created that are not reaped yet."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
-
-
-def task_state(pid: int, tid: int) -> tuple[str, int | None]:
-    """The kernel's view of thread tid: (state letter, the call it is in or None).
-    State "X" when the kernel no longer lists it."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-            stat = f.read()
-        with open(f"/proc/{pid}/task/{tid}/syscall", "rb") as f:
-            syscall = f.read().split()
-    except OSError:
-        return "X", None
-    state = stat[stat.rindex(b")") + 2:][:1].decode()
-    nr = int(syscall[0]) if syscall and syscall[0] not in (b"running", b"-1") else None
-    return state, nr
-
-
-def task_ids(pid: int) -> list[int]:
-    """The tids the kernel lists for process pid, in increasing order."""
-    try:
-        return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return []

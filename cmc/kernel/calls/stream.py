@@ -14,15 +14,16 @@ import signal
 import socket
 import struct
 
-from . import dgram, shm, sockaddr
-from .abi import (VFD_BASE, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_PEEK, MSG_TRUNC, MSG_WAITALL,
-                  SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM, SO_RCVTIMEO)
+from . import dgram, shm
+from ..linux import procfs, sockaddr
+from ..linux.abi import (VFD_BASE, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_PEEK, MSG_TRUNC,
+                         MSG_WAITALL, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM,
+                         SO_RCVTIMEO)
 from .answer import CONTINUE, Block, Err, Ret
 from .handler import fd_arg, handles, read_iovecs, unsupported
-from .net import DATA, FIN, Msg, Sock, sock_timeout
-from .sockets import (NATIVE_FAMILIES, connect_outcome, get_sock, lowest_free, new_fd,
-                      with_sock)
-from .syscalls_x86_64 import NR
+from ..world.net import DATA, FIN, Msg, Sock, sock_timeout
+from .sockets import NATIVE_FAMILIES, connect_outcome, get_sock, lowest_free, new_fd, with_sock
+from ..linux.syscalls_x86_64 import NR
 
 MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, controllen, flags
 
@@ -213,14 +214,7 @@ def _pipe_error(node, flags: int):
 
 def _sigpipe_ignored(node) -> bool:
     """Whether the process ignores SIGPIPE (a disposition, shared by its threads)."""
-    try:
-        with open(f"/proc/{node.pid}/status") as f:
-            for line in f:
-                if line.startswith("SigIgn:"):
-                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGPIPE - 1)))
-    except OSError:
-        pass
-    return False
+    return bool(procfs.signal_mask(node.pid, "SigIgn") & (1 << (signal.SIGPIPE - 1)))
 
 
 def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str, dst=None):

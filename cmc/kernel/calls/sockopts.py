@@ -5,14 +5,14 @@ import errno
 import socket
 import struct
 
-from .abi import (IPPROTO_IPV6, IPPROTO_TCP, IPV6_V6ONLY, SOCK_STREAM, SOL_SOCKET,
-                  SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE,
-                  SO_LINGER, SO_OOBINLINE, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO,
-                  SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
-                  TCP_NODELAY)
+from ..linux.abi import (IPPROTO_IPV6, IPPROTO_TCP, IPV6_V6ONLY, SOCK_STREAM, SOL_SOCKET,
+                         SO_ACCEPTCONN, SO_BROADCAST, SO_DOMAIN, SO_ERROR, SO_KEEPALIVE,
+                         SO_LINGER, SO_OOBINLINE, SO_PROTOCOL, SO_RCVBUF, SO_RCVTIMEO,
+                         SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
+                         TCP_NODELAY)
 from .answer import Err, Ret
 from .handler import handles
-from .net import Sock
+from ..world.net import Sock
 from .sockets import with_sock
 
 BOOLEAN_OPTIONS = {(SOL_SOCKET, SO_REUSEADDR), (SOL_SOCKET, SO_BROADCAST),

@@ -6,10 +6,10 @@ from __future__ import annotations
 import errno
 import socket
 
-from . import sockaddr
-from .abi import MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SO_RCVTIMEO
+from ..linux import sockaddr
+from ..linux.abi import MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, SO_RCVTIMEO
 from .answer import Block, Err, Ret
-from .net import Datagram, Sock, sock_timeout
+from ..world.net import Datagram, Sock, sock_timeout
 
 
 def default_local(node, sock: Sock, toward: str | None = None):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import errno
 import socket
 
-from ..errors import TargetError
+from ...errors import TargetError
 from . import dgram
-from .abi import (POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM,
-                  SOCK_DGRAM, VFD_BASE)
+from ..linux.abi import (POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM,
+                         POLLWRNORM, SOCK_DGRAM, VFD_BASE)
 from .answer import Err, Ret
 from .handler import fd_arg
-from .net import FIN, RST, Msg, Sock
+from ..world.net import FIN, RST, Msg, Sock
 
 # Families that stay inside the node and run natively.
 NATIVE_FAMILIES = (socket.AF_UNIX, socket.AF_NETLINK)

@@ -37,15 +37,15 @@ import select
 import signal
 import time
 
-from ..errors import TargetError
-from . import _native
-from .answer import ANSWERED, CONTINUE, Block, Err
-from .calllog import render
-from .handler import fd_arg
-from .net import fmt_addr
-from .syscalls_x86_64 import NAME, NR
-from .threads import (NATIVE_WAITS, Process, Thread, task_children, task_ids, task_state,
-                      task_status)
+from ...errors import TargetError
+from ..linux import _native, procfs
+from ..calls.answer import ANSWERED, CONTINUE, Block, Err
+from ..calls.calllog import render
+from ..calls.handler import fd_arg
+from ..world.net import fmt_addr
+from ..linux.syscalls_x86_64 import NAME, NR
+from ..linux.procfs import task_children, task_ids, task_state
+from .threads import NATIVE_WAITS, Process, Thread
 
 # What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
 # signal handler, ERESTARTSYS is EINTR unless SA_RESTART (then the call is made again);
@@ -458,7 +458,7 @@ class Tasks:
         for t in list(self.threads.values()):
             if t.block is None or t.notif is None:
                 continue
-            st = task_status(t.tid)
+            st = procfs.status(t.tid)
             if not st:
                 continue
             try:
@@ -524,7 +524,7 @@ def _past_fork(pid: int, tid: int) -> bool:
 
 def _ids(tid: int) -> tuple[int, int]:
     """(Tgid, PPid) of task tid, from one read of its status; zeros when it is gone."""
-    st = task_status(tid)
+    st = procfs.status(tid)
     return int(st.get("Tgid", 0) or 0), int(st.get("PPid", 0) or 0)
 
 
@@ -535,7 +535,7 @@ def _reaped(pid: int) -> bool:
         got, _ = os.waitpid(pid, os.WNOHANG)
         return got == pid
     except ChildProcessError:
-        return not os.path.exists(f"/proc/{pid}")
+        return not procfs.listed(pid)
 
 
 def reap_orphans(pids: list[int], timeout_s: float) -> None:

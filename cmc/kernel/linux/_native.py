@@ -10,7 +10,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from ._cmc_helper import ffi, lib
+from .._cmc_helper import ffi, lib
 
 
 def _check(r: int) -> int:

@@ -38,8 +38,8 @@ from dataclasses import dataclass, replace
 
 import xxhash
 
-from ..errors import TargetError
-from . import _native
+from ...errors import TargetError
+from ..linux import _native
 from .content import CHUNK, Content, sparse
 
 MODES = ("fsync", "fsync partial", "strict", "off")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..errors import TargetError
-from .abi import IOV_MAX
-from .syscalls_x86_64 import NAME
+from ...errors import TargetError
+from ..linux.abi import IOV_MAX
+from ..linux.syscalls_x86_64 import NAME
 
 
 @dataclass(frozen=True)

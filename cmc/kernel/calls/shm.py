@@ -29,8 +29,8 @@ import errno
 import os
 import shutil
 
-from . import _native
-from .content import copy_tree
+from ..linux import _native, procfs
+from ..world.content import copy_tree
 from .answer import ANSWERED, CONTINUE, Err, Ret
 from .handler import handles, unsupported
 
@@ -142,7 +142,7 @@ def unix_bind(call):
         where = "an abstract AF_UNIX name, which every world of the run shares"
     else:
         path = name if name.startswith(b"/") else os.path.join(
-            os.readlink(f"/proc/{call.pid}/cwd").encode(), name)
+            procfs.directory(call.pid), name)
         real = os.path.realpath(os.path.dirname(os.fsdecode(path)))
         if real == node.cwd or real.startswith(node.cwd + "/"):
             return CONTINUE

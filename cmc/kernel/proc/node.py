@@ -12,12 +12,12 @@ import select
 import signal
 import time
 
-from ..errors import TargetError, UnsupportedMachine
-from ..interrupts import interrupts_held
-from . import _native
-from .abi import VFD_BASE
-from .disk import Disk
-from .filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
+from ...errors import TargetError, UnsupportedMachine
+from ...interrupts import interrupts_held
+from ..linux import _native
+from ..linux.abi import VFD_BASE
+from ..world.disk import Disk
+from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .tasks import COUNTERS, Tasks, reap_orphans
 from .threads import Futexes, Process, Thread
 

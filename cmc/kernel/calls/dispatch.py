@@ -2,9 +2,9 @@
 from the handlers' `handles` marks in the modules below, imported here explicitly."""
 from __future__ import annotations
 
-from . import calls, diskcalls, fdcalls, shm, sockopts, stream, threadcalls, waitcalls
+from . import fds, files, limits, opens, shm, sockopts, stream, threads, time, waits, writes
 from .handler import Call, unsupported
-from .syscalls_x86_64 import NR
+from ..linux.syscalls_x86_64 import NR
 
 
 def _table(*modules) -> dict[int, object]:
@@ -21,7 +21,7 @@ def _table(*modules) -> dict[int, object]:
     return table
 
 
-HANDLERS = _table(calls, threadcalls, stream, fdcalls, diskcalls, sockopts, waitcalls, shm)
+HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm)
 
 
 def dispatch(node, notif):

@@ -11,13 +11,14 @@ import errno
 import os
 import stat
 
-from .abi import AT_FDCWD, VFD_BASE
+from ..linux import procfs
+from ..linux.abi import AT_FDCWD, VFD_BASE
 from .answer import CONTINUE, Err, Ret
-from .disk import Write, file_id, in_another_world, reached_another_world
+from ..world.disk import Write, file_id, in_another_world, reached_another_world
 from .handler import fd_arg, handles, unsupported
 from . import shm
 from .sockets import get_sock
-from .syscalls_x86_64 import NAME, NR
+from ..linux.syscalls_x86_64 import NAME, NR
 
 O_APPEND = 0o2000
 O_DSYNC = 0o10000               # O_SYNC is O_DSYNC | __O_SYNC
@@ -37,7 +38,7 @@ def node_file(call, fd: int):
     open on fd when it is one of the node's directory's (and not unlinked), else
     None."""
     node = call.node
-    link = f"/proc/{call.pid}/fd/{fd}"
+    link = procfs.fd_link(call.pid, fd)
     try:
         st = os.stat(link)
         target = os.readlink(link)
@@ -57,15 +58,8 @@ def node_file(call, fd: int):
 
 def _fdinfo(call, fd: int) -> tuple[int, int]:
     """(position, flags) of descriptor fd of the calling thread."""
-    pos = flags = 0
-    with open(f"/proc/{call.pid}/fdinfo/{fd}") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key == "pos":
-                pos = int(value)
-            elif key == "flags":
-                flags = int(value, 8)
-    return pos, flags
+    info = procfs.fdinfo(call.pid, fd)
+    return int(info.get("pos", 0)), int(info.get("flags", "0"), 8)
 
 
 def disk_write(call, fd: int, read):
@@ -134,9 +128,9 @@ def _resolve(call, dirfd: int, path: bytes | None) -> str | None:
         return None
     path = os.fsdecode(path)
     if not path.startswith("/"):
-        where = "cwd" if dirfd == AT_FDCWD else f"fd/{dirfd}"
         try:
-            path = os.path.join(os.readlink(f"/proc/{call.pid}/{where}"), path)
+            path = os.path.join(os.fsdecode(procfs.directory(
+                call.pid, None if dirfd == AT_FDCWD else dirfd)), path)
         except OSError:
             return None
     return path
@@ -171,7 +165,7 @@ def sys_fsync(call):
         return failed
     if not node.disk.on:
         return CONTINUE
-    link = f"/proc/{call.pid}/fd/{fd}"
+    link = procfs.fd_link(call.pid, fd)
     try:
         st = os.stat(link)
         target = os.readlink(link)
@@ -365,7 +359,7 @@ def sys_copy_into(call):
             out_pos = int.from_bytes(raw, "little", signed=True)
         if in_pos < 0 or out_pos < 0:
             return CONTINUE                     # EINVAL
-        src = os.open(f"/proc/{call.pid}/fd/{in_fd}", os.O_RDONLY)
+        src = os.open(procfs.fd_link(call.pid, in_fd), os.O_RDONLY)
         try:
             if not stat.S_ISREG(os.fstat(src).st_mode):
                 return unsupported(call, call.nr, args,

@@ -7,14 +7,14 @@ import errno
 import os
 import struct
 
-from .abi import (DURABLE_FD, FIONBIO, FIONREAD, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD,
-                  F_GETFL, F_SETFD, F_SETFL, O_NONBLOCK, SOCK_DGRAM, STATE_FD, S_IFSOCK,
-                  VFD_BASE)
+from ..linux.abi import (DURABLE_FD, FIONBIO, FIONREAD, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD,
+                         F_GETFL, F_SETFD, F_SETFL, O_NONBLOCK, SOCK_DGRAM, STATE_FD,
+                         S_IFSOCK, VFD_BASE)
 from .answer import CONTINUE, Err, Ret
 from .handler import fd_arg, handles, unsupported
-from .net import Sock
+from ..world.net import Sock
 from .sockets import close_vfd, get_sock, new_fd, with_sock
-from .syscalls_x86_64 import NR
+from ..linux.syscalls_x86_64 import NR
 
 
 @handles("close")

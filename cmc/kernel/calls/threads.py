@@ -1,5 +1,5 @@
-"""The calls threads are made of: creating one (clone, clone3), ending one (exit),
-giving way (sched_yield), and the futex, emulated.
+"""The calls threads and processes are made of: creating one (clone, clone3, fork),
+ending one (exit), giving way (sched_yield), the futex, emulated, and exec.
 
 Every futex call is notified and answered by cmc, with wait queues of its own
 (threads.Futexes): a thread that waits is held, and another thread's FUTEX_WAKE
@@ -13,12 +13,17 @@ its waiters (pthread_join).
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import struct
 
-from .abi import CLONE_THREAD
-from .answer import CONTINUE, Block, Err, Ret
-from .handler import handles, read_timespec, signed, unsupported
-from .syscalls_x86_64 import NAME, NR
+from ...errors import TargetError
+from ..linux import _native, procfs
+from ..linux.abi import CLONE_THREAD
+from ..linux.syscalls_x86_64 import NAME, NR
+from .answer import ANSWERED, CONTINUE, Block, Err, Ret
+from .handler import fd_arg, handles, read_timespec, signed, unsupported
+from .sockets import close_vfd
 
 CLONE_CHILD_CLEARTID = 0x00200000
 CLONE_VFORK = 0x00004000
@@ -234,3 +239,46 @@ def _wake_op(node, futexes, uaddr: int, uaddr2: int, n: int, n2: int, encoded: i
     if met:
         woken += futexes.wake(uaddr2, n2)
     return Ret(woken)
+
+
+# -- exec ---------------------------------------------------------------------------
+@handles("execve", "execveat")
+def sys_execve(call):
+    node, args = call.node, call.args
+    notif = call.notif
+    if notif.nr == NR["execveat"]:
+        path = node.read_cstr(args[1])
+        dirfd = fd_arg(args[0])
+        if path is not None and not path.startswith(b"/") and dirfd != -100:
+            return CONTINUE          # relative to a directory fd: rare, let it run
+    else:
+        path = node.read_cstr(args[0])
+    if path is None:
+        return Err(errno.EFAULT)
+    full = path if path.startswith(b"/") else os.path.join(procfs.cwd_link(notif.pid), path)
+    if not os.path.exists(full):
+        return Err(errno.ENOENT)
+    if not os.access(full, os.X_OK) or os.path.isdir(full):
+        return Err(errno.EACCES)
+    try:
+        outcome, status = _native.exec_continue(node.listener, notif.id, notif.pid,
+                                                _exec_seed(node), 5000)
+    except OSError as e:
+        raise TargetError(node.cluster.where(node) +
+                          f"execve({path.decode(errors='replace')}) could not be traced: "
+                          f"{e.strerror}") from None
+    node.exec_count += 1
+    if outcome == 2:      # the program died during exec; C has reaped it
+        node.pid = 0
+        raise TargetError(node.cluster.where(node) +
+                          f"died during execve({path.decode(errors='replace')}) "
+                          f"(wait status {status:#x})")
+    if outcome == 0:      # close-on-exec virtual fds go away with the old image
+        for fd in sorted(node.cloexec):
+            close_vfd(node, fd)
+    return ANSWERED
+
+
+def _exec_seed(node) -> bytes:
+    return hashlib.blake2b(f"cmc-auxv/{node.index}/{node.incarnation}/{node.exec_count}".encode(),
+                           digest_size=16).digest()

@@ -1,0 +1,150 @@
+"""The one reader of /proc: what the kernel says about a node's processes and
+threads that cmc does not hold -- a thread's state and the call it sleeps in, a
+process's children, its descriptors and where they point, its memory map, its
+environment block, its limits and signal masks.
+
+Every reader returns what it found, or an empty answer when the task is gone
+(the kernel no longer lists it): a process of a node may end at any moment, and
+the caller decides what a vanished one means. Paths are those of proc(5).
+"""
+from __future__ import annotations
+
+import os
+
+
+def _path(pid: int, *rest) -> str:
+    return "/".join(("/proc", str(pid)) + tuple(str(r) for r in rest))
+
+
+def status(tid: int) -> dict[str, str]:
+    """The fields of /proc/TID/status (Tgid, PPid, SigPnd, ShdPnd, SigBlk, SigCgt,
+    SigIgn...); empty when the kernel no longer lists tid."""
+    try:
+        with open(_path(tid, "status"), "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def task_children(pid: int, tid: int) -> list[int]:
+    """The children thread tid of process pid created that are not reaped yet."""
+    try:
+        with open(_path(pid, "task", tid, "children"), "rb") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def task_state(pid: int, tid: int) -> tuple[str, int | None]:
+    """The kernel's view of thread tid: (state letter, the call it is in or None).
+    State "X" when the kernel no longer lists it."""
+    try:
+        with open(_path(pid, "task", tid, "stat"), "rb") as f:
+            stat = f.read()
+        with open(_path(pid, "task", tid, "syscall"), "rb") as f:
+            syscall = f.read().split()
+    except OSError:
+        return "X", None
+    state = stat[stat.rindex(b")") + 2:][:1].decode()
+    nr = int(syscall[0]) if syscall and syscall[0] not in (b"running", b"-1") else None
+    return state, nr
+
+
+def task_ids(pid: int) -> list[int]:
+    """The tids the kernel lists for process pid, in increasing order."""
+    try:
+        return sorted(int(t) for t in os.listdir(_path(pid, "task")))
+    except OSError:
+        return []
+
+
+def listed(pid: int) -> bool:
+    """Whether the kernel still lists pid (a zombie is listed)."""
+    return os.path.exists(_path(pid))
+
+
+def fd_link(pid: int, fd: int) -> str:
+    """The magic link of descriptor fd of pid: open it to reach the same file, stat
+    it to see the file, read it (`fd_target`) for the path."""
+    return _path(pid, "fd", fd)
+
+
+def fd_target(pid: int, fd: int) -> str:
+    """Where descriptor fd of pid points: a path, or e.g. "socket:[123]". Raises
+    OSError when it is not open."""
+    return os.readlink(fd_link(pid, fd))
+
+
+def fds(pid: int) -> list[int]:
+    """The descriptors open in pid. Raises OSError when pid is gone."""
+    return sorted(int(name) for name in os.listdir(_path(pid, "fd")))
+
+
+def fdinfo(pid: int, fd: int) -> dict[str, str]:
+    """The fields of /proc/PID/fdinfo/FD (pos, flags in octal, tfd of an epoll
+    instance...); the first of a repeated field. Raises OSError when it is not open."""
+    out: dict[str, str] = {}
+    with open(_path(pid, "fdinfo", fd)) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            out.setdefault(key, value.strip())
+    return out
+
+
+def directory(pid: int, fd: int | None = None) -> bytes:
+    """The directory a relative path of pid is resolved from: its working directory,
+    or the one open on descriptor fd (an *at call). Raises OSError."""
+    return os.fsencode(os.readlink(_path(pid, "cwd" if fd is None else f"fd/{fd}")))
+
+
+def cwd_link(pid: int) -> bytes:
+    """The magic link of pid's working directory: a path joined to it is resolved
+    as pid would resolve it, even where cmc cannot see the directory's name."""
+    return os.fsencode(_path(pid, "cwd"))
+
+
+def mapped_paths(pid: int) -> list[str]:
+    """The paths of the files pid maps into memory (shared memory shows as
+    "/SYSV..." or a /dev/shm path). Raises OSError when pid is gone."""
+    out = []
+    with open(_path(pid, "maps")) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6:
+                out.append(fields[5].strip())
+    return out
+
+
+def environment(pid: int) -> tuple[int, bytes] | None:
+    """(address of pid's environment block, its contents as the kernel set them up
+    at exec), or None."""
+    try:
+        with open(_path(pid, "stat")) as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[47])      # field 50: env_start
+        with open(_path(pid, "environ"), "rb") as f:
+            return start, f.read()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def limits(pid: int) -> bytes | None:
+    """The text of /proc/PID/limits, or None."""
+    try:
+        with open(_path(pid, "limits"), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def signal_mask(tid: int, field: str) -> int:
+    """A signal set of /proc/TID/status (SigIgn, SigCgt, SigBlk, SigPnd, ShdPnd) as a
+    bit mask (bit n-1: signal n); 0 when the task is gone."""
+    try:
+        return int(status(tid).get(field, "0"), 16)
+    except ValueError:
+        return 0
