@@ -212,9 +212,9 @@ class Cluster:
                     if lease is not None:
                         leases.append(lease)
             for node in ends:               # all at once: their ends overlap
-                node.send_kill()
+                node.tasks.send_kill()
             for node in ends:
-                node.reap()
+                node.tasks.reap()
             try:
                 if sys.exc_info()[0] is None:      # not while another error is on its way
                     for lease in leases:
@@ -238,7 +238,7 @@ class Cluster:
         while progress:
             progress = False
             for node in self.nodes:
-                if node.try_wake():
+                if node.tasks.try_wake():
                     progress = True
 
     def _conns_in_order(self) -> list[tuple[tuple, Connection]]:
@@ -329,12 +329,12 @@ class Cluster:
         fire = self.budgets.get("fire")
         if fire is None or fire > 0:
             for node in self.nodes:
-                timed = [t for t in node.blocked() if t.block.timeout_ns] if node.alive else []
+                timed = [t for t in node.tasks.blocked() if t.block.timeout_ns] if node.alive else []
                 for t in timed:          # one FIRE per blocked thread (SPEC §9.1)
                     key = ("FIRE", node.index) + ((t.index,) if t.index else ())
                     out.append(Action(key, "FIRE", node=node.name, call=t.block.what,
                                       timeout_ns=t.block.timeout_ns,
-                                      **node.fire_names(t, len(timed) > 1)))
+                                      **node.tasks.fire_names(t, len(timed) > 1)))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:
                 if not node.alive:
@@ -387,10 +387,10 @@ class Cluster:
                 self.budgets["fire"] -= 1
             node = self.nodes[key[1]]
             index = key[2] if len(key) > 2 else 0
-            block = next(t.block for t in node.blocked() if t.index == index)
+            block = next(t.block for t in node.tasks.blocked() if t.index == index)
             node.history.append(("FIRE", block.timeout_ns) if not index else
                                 ("FIRE", index, block.timeout_ns))
-            node.fire(index)
+            node.tasks.fire(index)
         elif kind == "CRASH":
             self.budgets["crash"] -= 1
             self._crash(self.nodes[key[1]], *key[2:])
@@ -527,7 +527,7 @@ class Cluster:
                     ep.shut_wr, ep.closed, ep.accepted)
         nodes = []
         for n in self.nodes:
-            blocked = n.blocked_calls()
+            blocked = n.tasks.blocked_calls()
             own = (canon(n.volatile) if n.volatile_emitted else "-") if n.ever_wrote_state \
                 else tuple(n.history)
             disk = n.disk.digest(n.cwd) if n.ever_wrote_state and n.disk.on else None

@@ -3,13 +3,16 @@
 descriptor with ADDFD and SEND), or a Block: the call waits for the environment."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 
 @dataclass
 class Ret:
     val: int
+    # the bytes the call moved (sent, received, written to fd 3 or 193): shown by the
+    # call log of a replay (calllog.py), never compared
+    moved: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -12,37 +12,37 @@ from .answer import Block, Err, Ret
 from ..world.net import Datagram, Sock, sock_timeout
 
 
-def default_local(node, sock: Sock, toward: str | None = None):
+def default_local(proc, sock: Sock, toward: str | None = None):
     if sock.local is None:
         v6 = sock.family == socket.AF_INET6 and (toward is None or ":" in toward)
-        sock.local = ("::1" if v6 else "127.0.0.1", node.cluster.ephemeral_port(node))
-        node.cluster.net.udp[sock.local] = (node.index, sock)
+        sock.local = ("::1" if v6 else "127.0.0.1", proc.node.cluster.ephemeral_port(proc.node))
+        proc.node.cluster.net.udp[sock.local] = (proc.node.index, sock)
     return sock.local
 
 
-def bind(node, sock: Sock, addr) -> object:
-    net = node.cluster.net
+def bind(proc, sock: Sock, addr) -> object:
+    net = proc.node.cluster.net
     if net.udp_in_use(addr):
         return Err(errno.EADDRINUSE)
     sock.local = addr
-    net.udp[addr] = (node.index, sock)
+    net.udp[addr] = (proc.node.index, sock)
     return Ret(0)
 
 
-def connect(node, sock: Sock, raw_addr: int, length: int) -> object:
-    head = node.read(raw_addr, 2) if raw_addr and length >= 2 else None
+def connect(proc, sock: Sock, raw_addr: int, length: int) -> object:
+    head = proc.read(raw_addr, 2) if raw_addr and length >= 2 else None
     if head == b"\0\0":                      # AF_UNSPEC: dissolve the association
         sock.peer = None
         return Ret(0)
-    parsed = sockaddr.read(node, raw_addr, length)
+    parsed = sockaddr.read(proc, raw_addr, length)
     if parsed is None:
         return Err(errno.EINVAL)
     sock.peer = parsed[1]
-    default_local(node, sock, parsed[1][0])
+    default_local(proc, sock, parsed[1][0])
     return Ret(0)
 
 
-def send(node, sock: Sock, data: bytes, dst) -> object:
+def send(proc, sock: Sock, data: bytes, dst) -> object:
     if sock.error:
         err, sock.error = sock.error, 0
         return Err(err)
@@ -52,25 +52,23 @@ def send(node, sock: Sock, data: bytes, dst) -> object:
         return Err(errno.EDESTADDRREQ)
     if len(data) > 65507:
         return Err(errno.EMSGSIZE)
-    src = default_local(node, sock, dst[0])
-    node.moved = data
-    node.cluster.net.send_datagram(Datagram(node.index, src, dst, data))
-    return Ret(len(data))
+    src = default_local(proc, sock, dst[0])
+    proc.node.cluster.net.send_datagram(Datagram(proc.node.index, src, dst, data))
+    return Ret(len(data), data)
 
 
-def recv(node, sock: Sock, length: int, flags: int, deliver, write_src) -> Block:
+def recv(proc, sock: Sock, length: int, flags: int, deliver, write_src) -> Block:
     def attempt():
         if sock.error:                        # an ICMP error for a connected socket
             err, sock.error = sock.error, 0
             return Err(err)
         if sock.rqueue:
             src, data = sock.rqueue[0] if flags & MSG_PEEK else sock.rqueue.popleft()
-            node.moved = data[:length]
             cut = len(data) > length
             bad = deliver(data[:length], cut) or write_src(src)
             if bad is not None:
                 return bad
-            return Ret(len(data) if flags & MSG_TRUNC else min(len(data), length))
+            return Ret(len(data) if flags & MSG_TRUNC else min(len(data), length), data[:length])
         if sock.nonblock or flags & MSG_DONTWAIT:
             return Err(errno.EAGAIN)
         return None
@@ -93,7 +91,7 @@ def arrive(cluster, dgram: Datagram) -> None:
     cluster.nodes[owner].history.append(("DGRAM", dgram.group()))
 
 
-def release(node, sock: Sock) -> None:
-    net = node.cluster.net
+def release(proc, sock: Sock) -> None:
+    net = proc.node.cluster.net
     if sock.local is not None and net.udp.get(sock.local, (None, None))[1] is sock:
         del net.udp[sock.local]

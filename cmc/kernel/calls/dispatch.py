@@ -24,10 +24,10 @@ def _table(*modules) -> dict[int, object]:
 HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm)
 
 
-def dispatch(node, notif):
+def dispatch(proc, notif):
     """Answer notification `notif` with its handler; `node` is the Process that
     made the call (threads.py), which the handler sees as its node."""
     handler = HANDLERS.get(notif.nr)
     if handler is None:
-        return unsupported(node, notif.nr, notif.args)
-    return handler(Call(node, notif))
+        return unsupported(proc, notif.nr, notif.args)
+    return handler(Call(proc, notif))

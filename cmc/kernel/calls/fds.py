@@ -19,19 +19,19 @@ from ..linux.syscalls_x86_64 import NR
 
 @handles("close")
 def sys_close(call):
-    node, args = call.node, call.args
-    return Ret(0) if close_vfd(node, fd_arg(args[0])) else Err(errno.EBADF)
+    proc, args = call.proc, call.args
+    return Ret(0) if close_vfd(proc, fd_arg(args[0])) else Err(errno.EBADF)
 
 
 def _state_fd_copy(call):
     """fcntl/dup on fd 3 or 193: a copy would let state writes escape cmc."""
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     fd = fd_arg(args[0])
     if fd not in (STATE_FD, DURABLE_FD):
         return None
     if call.nr == NR["fcntl"] and (args[1] & 0xFFFFFFFF) not in (F_DUPFD, F_DUPFD_CLOEXEC):
         return CONTINUE          # F_GETFL, F_SETFD...: native
-    return unsupported(node, call.nr, args,
+    return unsupported(proc, call.nr, args,
                        f"copies fd {fd}, where the node's {'durable ' if fd == 193 else ''}state "
                        "is written; cmc takes state only as writes to fd 3 and 193 themselves")
 
@@ -48,7 +48,7 @@ def refuse_state_copies(fn):
 @refuse_state_copies
 @with_sock
 def sys_fcntl(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     fd, cmd, arg = fd_arg(args[0]), args[1] & 0xFFFFFFFF, args[2]
     if cmd == F_GETFL:
         return Ret(os.O_RDWR | (O_NONBLOCK if sock.nonblock else 0))
@@ -56,25 +56,25 @@ def sys_fcntl(call, sock):
         sock.nonblock = bool(arg & O_NONBLOCK)
         return Ret(0)
     if cmd == F_GETFD:
-        return Ret(1 if fd in node.cloexec else 0)
+        return Ret(1 if fd in proc.cloexec else 0)
     if cmd == F_SETFD:
-        (node.cloexec.add if arg & 1 else node.cloexec.discard)(fd)
+        (proc.cloexec.add if arg & 1 else proc.cloexec.discard)(fd)
         return Ret(0)
     if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
-        if arg & 0xFFFFFFFF >= node.nofile[0]:
+        if arg & 0xFFFFFFFF >= proc.nofile[0]:
             return Err(errno.EINVAL)
-        return new_fd(node, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC,
+        return new_fd(proc, sock, lowest=arg & 0xFFFFFFFF, cloexec=cmd == F_DUPFD_CLOEXEC,
                       dup=True)
-    return unsupported(node, call.nr, args, "uses an fcntl command cmc does not emulate")
+    return unsupported(proc, call.nr, args, "uses an fcntl command cmc does not emulate")
 
 
 @handles("ioctl")
 @with_sock
 def sys_ioctl(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     req = args[1] & 0xFFFFFFFF
     if req == FIONBIO:
-        raw = node.read(args[2], 4)
+        raw = proc.read(args[2], 4)
         if raw is None or len(raw) != 4:
             return Err(errno.EFAULT)
         sock.nonblock = struct.unpack("<i", raw)[0] != 0
@@ -86,8 +86,8 @@ def sys_ioctl(call, sock):
             n = len(sock.rqueue[0][1]) if sock.rqueue else 0
         else:
             n = len(sock.ep.rbuf) if sock.ep is not None else 0
-        return Ret(0) if node.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
-    return unsupported(node, call.nr, args, "uses an ioctl cmc does not emulate")
+        return Ret(0) if proc.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
+    return unsupported(proc, call.nr, args, "uses an ioctl cmc does not emulate")
 
 
 def _stat_bytes(sock: Sock) -> bytes:
@@ -102,65 +102,65 @@ def _stat_bytes(sock: Sock) -> bytes:
 @handles("fstat")
 @with_sock
 def sys_fstat(call, sock):
-    node, args = call.node, call.args
-    return Ret(0) if node.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
+    proc, args = call.proc, call.args
+    return Ret(0) if proc.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
 @handles("newfstatat")
 def sys_newfstatat(call):
-    node, args = call.node, call.args
-    sock = get_sock(node, fd_arg(args[0]))
+    proc, args = call.proc, call.args
+    sock = get_sock(proc, fd_arg(args[0]))
     if sock is None:
         return Err(errno.EBADF)
-    path = node.read_cstr(args[1])
+    path = proc.read_cstr(args[1])
     if path != b"":
         return Err(errno.ENOTDIR)
-    return Ret(0) if node.write(args[2], _stat_bytes(sock)) else Err(errno.EFAULT)
+    return Ret(0) if proc.write(args[2], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
 @handles("dup")
 @refuse_state_copies
 @with_sock
 def sys_dup(call, sock):
-    node = call.node
-    return new_fd(node, sock, dup=True)
+    proc = call.proc
+    return new_fd(proc, sock, dup=True)
 
 
 @handles("dup2", "dup3")
 @refuse_state_copies
 def sys_dup2(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     old, new = fd_arg(args[0]), fd_arg(args[1])
-    sock = get_sock(node, old)
+    sock = get_sock(proc, old)
     if sock is None:
-        return unsupported(node, call.nr, args,
+        return unsupported(proc, call.nr, args,
                            "moves a real descriptor onto a virtual descriptor number")
     if new < VFD_BASE:
-        return unsupported(node, call.nr, args,
+        return unsupported(proc, call.nr, args,
                            "moves a virtual socket below descriptor 500")
     if call.nr == NR["dup3"] and args[2] & ~0o2000000:
         return Err(errno.EINVAL)
-    if new >= node.nofile[0]:
+    if new >= proc.nofile[0]:
         return Err(errno.EBADF)
     if old == new:
         return Err(errno.EINVAL) if call.nr == NR["dup3"] else Ret(new)
-    close_vfd(node, new)
+    close_vfd(proc, new)
     sock.refs += 1
-    node.fds[new] = sock
+    proc.fds[new] = sock
     if call.nr == NR["dup3"] and args[2] & 0o2000000:
-        node.cloexec.add(new)
+        proc.cloexec.add(new)
     return Ret(new)
 
 
 @handles("lseek", "pread64", "preadv", "preadv2")
 def sys_espipe(call):
-    node, args = call.node, call.args
-    return Err(errno.ESPIPE) if get_sock(node, fd_arg(args[0])) else Err(errno.EBADF)
+    proc, args = call.proc, call.args
+    return Err(errno.ESPIPE) if get_sock(proc, fd_arg(args[0])) else Err(errno.EBADF)
 
 
 @handles("fchdir", "getdents64", "flock")
 def sys_einval(call):
-    node, args = call.node, call.args
-    if get_sock(node, fd_arg(args[0])) is None:
+    proc, args = call.proc, call.args
+    if get_sock(proc, fd_arg(args[0])) is None:
         return Err(errno.EBADF)
     return Err(errno.ENOTDIR if call.nr in (NR["fchdir"], NR["getdents64"]) else errno.EINVAL)

@@ -29,23 +29,23 @@ SYNC_FILE_RANGE_WAIT_AFTER = 4
 FALLOC_FL_KEEP_SIZE = 1
 
 
-def _inside(node, path: str) -> bool:
-    return path.startswith(node.cwd + "/")
+def _inside(proc, path: str) -> bool:
+    return path.startswith(proc.node.cwd + "/")
 
 
 def node_file(call, fd: int):
     """(path, name in the node's directory, identity, size) of the regular file
     open on fd when it is one of the node's directory's (and not unlinked), else
     None."""
-    node = call.node
+    proc = call.proc
     link = procfs.fd_link(call.pid, fd)
     try:
         st = os.stat(link)
         target = os.readlink(link)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink == 0:
             return None
-        if not _inside(node, target):
-            if in_another_world(node, target):
+        if not _inside(proc, target):
+            if in_another_world(proc, target):
                 raise reached_another_world()
             return None
         ident = file_id(target)
@@ -53,7 +53,7 @@ def node_file(call, fd: int):
         return None
     if ident[1] != st.st_ino:
         return None
-    return target, target[len(node.cwd) + 1:], ident, st.st_size
+    return target, target[len(proc.node.cwd) + 1:], ident, st.st_size
 
 
 def _fdinfo(call, fd: int) -> tuple[int, int]:
@@ -66,8 +66,8 @@ def disk_write(call, fd: int, read):
     """A write on fd (not 3, 193 or a virtual socket's) of what read() returns (None
     when it cannot be read), about to run natively: recorded when fd is a file of
     the node's directory."""
-    node = call.node
-    if not node.disk.on:
+    proc = call.proc
+    if not proc.node.disk.on:
         return CONTINUE
     found = node_file(call, fd)
     if found is None:
@@ -93,21 +93,21 @@ def disk_write(call, fd: int, read):
             offset = args[3]
     if flags & O_APPEND:
         offset = size
-    node.disk.wrote(Write(ident, name, "write", offset, len(data), data, size), sync)
+    proc.node.disk.wrote(Write(ident, name, "write", offset, len(data), data, size), sync)
     return CONTINUE
 
 
-def _truncated(node, ident, name: str, length: int, size: int) -> None:
-    node.disk.wrote(Write(ident, name, "truncate", length, 0, None, size), False)
+def _truncated(proc, ident, name: str, length: int, size: int) -> None:
+    proc.node.disk.wrote(Write(ident, name, "truncate", length, 0, None, size), False)
 
 
 def disk_open(call, dirfd: int, path: bytes, flags: int) -> None:
     """An open with O_CREAT may make a name; one with O_TRUNC (filter.PASS_FLAGS) of
     an existing file of the node's directory truncates it: recorded before it runs."""
-    node = call.node
-    if not node.disk.on or not flags & (O_TRUNC | O_CREAT):
+    proc = call.proc
+    if not proc.node.disk.on or not flags & (O_TRUNC | O_CREAT):
         return
-    node.disk.changed()
+    proc.node.disk.changed()
     if not flags & O_TRUNC:
         return
     full = _resolve(call, dirfd, path)
@@ -117,8 +117,8 @@ def disk_open(call, dirfd: int, path: bytes, flags: int) -> None:
         st = os.stat(full)
         if stat.S_ISREG(st.st_mode) and st.st_size:
             real = os.path.realpath(full)
-            if _inside(node, real):
-                _truncated(node, file_id(real), real[len(node.cwd) + 1:], 0, st.st_size)
+            if _inside(proc, real):
+                _truncated(proc, file_id(real), real[len(proc.node.cwd) + 1:], 0, st.st_size)
     except OSError:
         pass
 
@@ -138,7 +138,7 @@ def _resolve(call, dirfd: int, path: bytes | None) -> str | None:
 
 def _not_a_socket(call, fd: int):
     """Syncs and truncations of a virtual socket fail as on Linux (else None)."""
-    if get_sock(call.node, fd) is not None:
+    if get_sock(call.proc, fd) is not None:
         return Err(errno.EINVAL)
     if fd >= VFD_BASE:
         return Err(errno.EBADF)
@@ -159,11 +159,11 @@ def _file_of_call(call, on_socket: int):
 
 @handles("fsync", "fdatasync")
 def sys_fsync(call):
-    node, fd = call.node, fd_arg(call.args[0])
+    proc, fd = call.proc, fd_arg(call.args[0])
     failed = _not_a_socket(call, fd)
     if failed is not None:
         return failed
-    if not node.disk.on:
+    if not proc.node.disk.on:
         return CONTINUE
     link = procfs.fd_link(call.pid, fd)
     try:
@@ -171,19 +171,19 @@ def sys_fsync(call):
         target = os.readlink(link)
     except OSError:
         return CONTINUE
-    if stat.S_ISDIR(st.st_mode) and (target == node.cwd or _inside(node, target)):
-        node.disk.dir_synced(file_id(target), target)
+    if stat.S_ISDIR(st.st_mode) and (target == proc.node.cwd or _inside(proc, target)):
+        proc.node.disk.dir_synced(file_id(target), target)
         return Ret(0)
     found = node_file(call, fd)
     if found is None:
         return CONTINUE
-    node.disk.synced(found[2])
+    proc.node.disk.synced(found[2])
     return Ret(0)
 
 
 @handles("sync_file_range")
 def sys_sync_file_range(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     found = _file_of_call(call, errno.ESPIPE)
     if not isinstance(found, tuple):
         return found
@@ -192,46 +192,46 @@ def sys_sync_file_range(call):
     if offset >> 63 or nbytes >> 63 or flags & ~7:
         return Err(errno.EINVAL)
     if flags & SYNC_FILE_RANGE_WAIT_AFTER:
-        node.disk.synced_range(found[2], found[1], offset, offset + nbytes if nbytes else None)
+        proc.node.disk.synced_range(found[2], found[1], offset, offset + nbytes if nbytes else None)
     return Ret(0)
 
 
 @handles("syncfs", "sync")
 def sys_sync(call):
-    node = call.node
+    proc = call.proc
     if call.nr == NR["syncfs"]:
         failed = _not_a_socket(call, fd_arg(call.args[0]))
         if failed is not None:
             return Ret(0) if failed.errno == errno.EINVAL else failed
-    if not node.disk.on:
+    if not proc.node.disk.on:
         return CONTINUE
-    node.disk.synced_all(node.cwd)
+    proc.node.disk.synced_all(proc.node.cwd)
     return Ret(0)
 
 
 @handles("ftruncate")
 def sys_ftruncate(call):
-    node, fd = call.node, fd_arg(call.args[0])
+    proc, fd = call.proc, fd_arg(call.args[0])
     failed = _not_a_socket(call, fd)
     if failed is not None:
         return failed
-    found = node_file(call, fd) if node.disk.on else None
+    found = node_file(call, fd) if proc.node.disk.on else None
     if found is not None and not call.args[1] >> 63 and call.args[1] != found[3]:
-        _truncated(node, found[2], found[1], call.args[1], found[3])
+        _truncated(proc, found[2], found[1], call.args[1], found[3])
     return CONTINUE
 
 
 @handles("truncate")
 def sys_truncate(call):
-    node = call.node
-    full = _resolve(call, AT_FDCWD, node.read_cstr(call.args[0]))
-    if full is None or not node.disk.on or call.args[1] >> 63:
+    proc = call.proc
+    full = _resolve(call, AT_FDCWD, proc.read_cstr(call.args[0]))
+    if full is None or not proc.node.disk.on or call.args[1] >> 63:
         return CONTINUE
     try:
         real = os.path.realpath(full)
         st = os.stat(real)
-        if _inside(node, real) and stat.S_ISREG(st.st_mode) and st.st_size != call.args[1]:
-            _truncated(node, file_id(real), real[len(node.cwd) + 1:], call.args[1],
+        if _inside(proc, real) and stat.S_ISREG(st.st_mode) and st.st_size != call.args[1]:
+            _truncated(proc, file_id(real), real[len(proc.node.cwd) + 1:], call.args[1],
                        st.st_size)
     except OSError:
         pass
@@ -240,7 +240,7 @@ def sys_truncate(call):
 
 @handles("creat")
 def sys_creat(call):
-    disk_open(call, AT_FDCWD, call.node.read_cstr(call.args[0]), O_CREAT | O_TRUNC)
+    disk_open(call, AT_FDCWD, call.proc.read_cstr(call.args[0]), O_CREAT | O_TRUNC)
     return CONTINUE
 
 
@@ -250,15 +250,15 @@ def sys_name(call):
     """A name may be made or removed: the tree's digest is computed again; a
     shared-memory object's name is the world's (shm.py); under strict a file losing
     its last name keeps its durable contents (Disk.removing)."""
-    node = call.node
+    proc = call.proc
     paths = _name_paths(call) if call.nr in _NAME_PATHS else []
     answer = shm.name_call(call, NAME[call.nr], paths) if paths else None
     if answer is not None:
         return answer
-    node.disk.changed()
-    gone = _removed(call, paths) if node.disk.strict else None
+    proc.node.disk.changed()
+    gone = _removed(call, paths) if proc.node.disk.strict else None
     if gone is not None:
-        node.disk.removing(os.fsdecode(gone))
+        proc.node.disk.removing(os.fsdecode(gone))
     return CONTINUE
 
 
@@ -273,7 +273,7 @@ _NAME_PATHS = {NR["unlink"]: ((None, 0),), NR["unlinkat"]: ((0, 1),),
 
 def _name_paths(call) -> list[bytes | None]:
     """The paths an unlink, link or rename names, absolute and normalised."""
-    args, read = call.args, call.node.read_cstr
+    args, read = call.args, call.proc.read_cstr
     out = []
     for dirfd, path in _NAME_PATHS[call.nr]:
         full = _resolve(call, AT_FDCWD if dirfd is None else fd_arg(args[dirfd]),
@@ -295,7 +295,7 @@ def _removed(call, paths: list) -> bytes | None:
 
 @handles("fallocate")
 def sys_fallocate(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     found = _file_of_call(call, errno.ENODEV)
     if not isinstance(found, tuple):
         return found
@@ -305,7 +305,7 @@ def sys_fallocate(call):
                            "model does not follow (only fallocate modes 0 and "
                            "FALLOC_FL_KEEP_SIZE are; try disk off)")
     if not mode & FALLOC_FL_KEEP_SIZE and args[2] + args[3] > found[3]:
-        node.disk.wrote(Write(found[2], found[1], "extend", args[2], args[3], None, found[3]),
+        proc.node.disk.wrote(Write(found[2], found[1], "extend", args[2], args[3], None, found[3]),
                         False)
     return CONTINUE
 
@@ -329,7 +329,7 @@ def sys_copy_into(call):
     from a regular file are writes of what they will copy (cat and cp copy so);
     splice (from a pipe: its bytes cannot be read first) is refused. Else they run
     natively."""
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     sendfile = call.nr == NR["sendfile"]
     out_fd = fd_arg(args[0] if sendfile else args[2])
     in_fd = fd_arg(args[1] if sendfile else args[0])
@@ -341,19 +341,19 @@ def sys_copy_into(call):
     if call.nr == NR["splice"]:
         return unsupported(call, call.nr, args,
                            f"writes into {found[1]} from a pipe, which disk "
-                           f"{node.disk.mode} does not follow (try disk off)")
+                           f"{call.node.disk.mode} does not follow (try disk off)")
     in_off_addr, out_off_addr, length = ((args[2], 0, args[3]) if sendfile
                                          else (args[1], args[3], args[4]))
     try:
         in_pos, _ = _fdinfo(call, in_fd)
         out_pos, out_flags = _fdinfo(call, out_fd)
         if in_off_addr:
-            raw = node.read(in_off_addr, 8)
+            raw = proc.read(in_off_addr, 8)
             if raw is None or len(raw) != 8:
                 return CONTINUE                 # the kernel says EFAULT
             in_pos = int.from_bytes(raw, "little", signed=True)
         if out_off_addr:
-            raw = node.read(out_off_addr, 8)
+            raw = proc.read(out_off_addr, 8)
             if raw is None or len(raw) != 8:
                 return CONTINUE
             out_pos = int.from_bytes(raw, "little", signed=True)
@@ -364,7 +364,7 @@ def sys_copy_into(call):
             if not stat.S_ISREG(os.fstat(src).st_mode):
                 return unsupported(call, call.nr, args,
                                    f"writes into {found[1]} from something not a file, "
-                                   f"which disk {node.disk.mode} does not follow "
+                                   f"which disk {call.node.disk.mode} does not follow "
                                    "(try disk off)")
             data = os.pread(src, min(length, 1 << 30), in_pos)
         finally:
@@ -374,6 +374,6 @@ def sys_copy_into(call):
     if out_flags & O_APPEND:
         out_pos = found[3]
     if data:
-        node.disk.wrote(Write(found[2], found[1], "write", out_pos, len(data), data, found[3]),
+        proc.node.disk.wrote(Write(found[2], found[1], "write", out_pos, len(data), data, found[3]),
                         bool(out_flags & O_DSYNC))
     return CONTINUE

@@ -20,9 +20,15 @@ from ..linux.syscalls_x86_64 import NAME
 @dataclass(frozen=True)
 class Call:
     """One notified system call, as its handler sees it."""
-    node: object            # the Process that made it (threads.py): the node as the
-                            # caller sees it (its descriptors, memory; the rest the node's)
+    proc: object            # the Process that made it (proc/threads.py): its descriptors,
+                            # its memory, its limit; `.node`, the node it is a process of
     notif: object           # the notification: .nr, .args, .pid (the thread), .id
+
+    @property
+    def node(self):
+        """The node of the calling process (proc/node.py): its clocks, disk, state
+        lines, and its scheduler (`node.tasks`)."""
+        return self.proc.node
 
     @property
     def nr(self) -> int:
@@ -44,7 +50,13 @@ class Call:
 
     @property
     def net(self):
-        return self.node.cluster.net
+        return self.proc.node.cluster.net
+
+    @property
+    def listener(self) -> int:
+        """The node's seccomp listener: where an answer, or a descriptor placed for the
+        call, goes."""
+        return self.proc.node.tasks.listener
 
 
 def handles(*names: str):
@@ -57,16 +69,18 @@ def handles(*names: str):
 
 def unsupported(who, nr: int, args, why: str = "is not supported on a virtual socket",
                 first_is_fd: bool = True):
-    """Stop with a target error naming the node (`who`: the node, or the Call, which
-    also names the thread when the node has more than one), the call and its first
-    arguments."""
-    node = getattr(who, "node", who)
-    thread = node.thread_of(who.pid) if who is not node and (
-        len(node.threads) > 1 or node.next_proc > 1) else None
+    """Stop with a target error naming the node (`who`: the Process that made the call,
+    or the Call, which also names the thread when the node has more than one), the call
+    and its first arguments."""
+    call = who if isinstance(who, Call) else None
+    node = (call.proc if call is not None else who).node
+    tasks = node.tasks
+    thread = tasks.thread_of(call.pid) if call is not None and (
+        len(tasks.threads) > 1 or tasks.next_proc > 1) else None
     name = NAME.get(nr, f"syscall {nr}")
     shown = ", ".join(str(signed(a)) if i == 0 and first_is_fd else hex(a)
                       for i, a in enumerate(args[:3]))
-    by = f"{node.who(thread)} " if thread is not None else ""
+    by = f"{tasks.who(thread)} " if thread is not None else ""
     raise TargetError(node.cluster.where(node) + f"{by}called {name}({shown}, ...), "
                       f"which {why}")
 
@@ -85,8 +99,8 @@ def timespec(ns: int) -> bytes:
     return struct.pack("<qq", ns // 10**9, ns % 10**9)
 
 
-def read_timespec(node, addr: int) -> int | None:
-    raw = node.read(addr, 16)
+def read_timespec(proc, addr: int) -> int | None:
+    raw = proc.read(addr, 16)
     if raw is None or len(raw) != 16:
         return None
     sec, nsec = struct.unpack("<qq", raw)
@@ -95,17 +109,17 @@ def read_timespec(node, addr: int) -> int | None:
     return sec * 10**9 + nsec
 
 
-def read_iovecs(node, addr: int, count: int) -> bytes | None:
+def read_iovecs(proc, addr: int, count: int) -> bytes | None:
     if count > IOV_MAX:
         return None
-    raw = node.read(addr, 16 * count)
+    raw = proc.read(addr, 16 * count)
     if raw is None or len(raw) != 16 * count:
         return None
     out = b""
     for i in range(count):
         base, length = struct.unpack_from("<QQ", raw, 16 * i)
         if length:
-            chunk = node.read(base, length)
+            chunk = proc.read(base, length)
             if chunk is None:
                 return None
             out += chunk

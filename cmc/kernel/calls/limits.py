@@ -22,18 +22,18 @@ from .sockets import close_vfd
 # limit and indexes it by descriptor is never corrupted.
 
 
-def set_nofile(node, soft: int, hard: int):
+def set_nofile(proc, soft: int, hard: int):
     """setrlimit(RLIMIT_NOFILE) as Linux does it for a process without
     CAP_SYS_RESOURCE; None when done, else the Err. A real limit lowered below
     VFD_BASE is applied to the process too (its real descriptors must obey it)."""
     if soft > hard:
         return Err(errno.EINVAL)
-    if hard > node.nofile[1]:
+    if hard > proc.nofile[1]:
         return Err(errno.EPERM)
-    node.nofile = (soft, hard)
-    if node.pid:
+    proc.nofile = (soft, hard)
+    if proc.pid:
         try:
-            resource.prlimit(node.pid, resource.RLIMIT_NOFILE, (min(soft, VFD_BASE), VFD_BASE))
+            resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (min(soft, VFD_BASE), VFD_BASE))
         except OSError:
             pass
     return None
@@ -43,69 +43,69 @@ def _pack_rlimit(limit: tuple[int, int]) -> bytes:
     return struct.pack("<QQ", *limit)
 
 
-def _read_rlimit(node, addr: int) -> tuple[int, int] | None:
-    raw = node.read(addr, 16)
+def _read_rlimit(proc, addr: int) -> tuple[int, int] | None:
+    raw = proc.read(addr, 16)
     return struct.unpack("<QQ", raw) if raw and len(raw) == 16 else None
 
 
 @handles("getrlimit")
 def sys_getrlimit(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     if args[0] != RLIMIT_NOFILE:
         return CONTINUE
-    return Ret(0) if node.write(args[1], _pack_rlimit(node.nofile)) else Err(errno.EFAULT)
+    return Ret(0) if proc.write(args[1], _pack_rlimit(proc.nofile)) else Err(errno.EFAULT)
 
 
 @handles("setrlimit")
 def sys_setrlimit(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     if args[0] != RLIMIT_NOFILE:
         return CONTINUE
-    new = _read_rlimit(node, args[1])
+    new = _read_rlimit(proc, args[1])
     if new is None:
         return Err(errno.EFAULT)
-    return set_nofile(node, *new) or Ret(0)
+    return set_nofile(proc, *new) or Ret(0)
 
 
 @handles("prlimit64")
 def sys_prlimit64(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     pid = args[0] & 0xFFFFFFFF
-    if args[1] != RLIMIT_NOFILE or pid not in (0, node.pid, call.pid):
+    if args[1] != RLIMIT_NOFILE or pid not in (0, proc.pid, call.pid):
         return CONTINUE
     new = None
     if args[2]:
-        new = _read_rlimit(node, args[2])
+        new = _read_rlimit(proc, args[2])
         if new is None:
             return Err(errno.EFAULT)
-    if args[3] and not node.write(args[3], _pack_rlimit(node.nofile)):
+    if args[3] and not proc.write(args[3], _pack_rlimit(proc.nofile)):
         return Err(errno.EFAULT)
-    return (set_nofile(node, *new) if new else None) or Ret(0)
+    return (set_nofile(proc, *new) if new else None) or Ret(0)
 
 
 
 _NOFILE_LINE = re.compile(rb"^Max open files .*$", re.M)
 
 
-def limits_text(node) -> bytes | None:
+def limits_text(proc) -> bytes | None:
     """The node's /proc/PID/limits as the program is shown it: its emulated
     descriptor limit on the "Max open files" line; None when it cannot be read."""
-    text = procfs.limits(node.pid)
+    text = procfs.limits(proc.pid)
     if text is None:
         return None
-    soft, hard = node.nofile
+    soft, hard = proc.nofile
     line = b"%-25s %-20d %-20d %-10s " % (b"Max open files", soft, hard, b"files")
     return _NOFILE_LINE.sub(line, text)
 
 
 @handles("close_range")
 def sys_close_range(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     first, last = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF
-    for fd in sorted(node.fds):
+    for fd in sorted(proc.fds):
         if first <= fd <= last:
             if args[2] & 4:   # CLOSE_RANGE_CLOEXEC
-                node.cloexec.add(fd)
+                proc.cloexec.add(fd)
             else:
-                close_vfd(node, fd)
+                close_vfd(proc, fd)
     return CONTINUE

@@ -28,14 +28,14 @@ def sys_open(call):
     disk model's (files.py); a POSIX shared-memory object is the world's (shm.py);
     the limits file of a node's own process shows its emulated descriptor limit, and
     the files of randomness give the node's random stream."""
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     notif = call.notif
     if notif.nr == NR["open"]:
-        dirfd, path, flags = AT_FDCWD, node.read_cstr(args[0]), args[1]
+        dirfd, path, flags = AT_FDCWD, proc.read_cstr(args[0]), args[1]
     else:
-        dirfd, path = fd_arg(args[0]), node.read_cstr(args[1])
+        dirfd, path = fd_arg(args[0]), proc.read_cstr(args[1])
         if notif.nr == NR["openat2"]:
-            how = node.read(args[2], 8)
+            how = proc.read(args[2], 8)
             flags = struct.unpack("<Q", how)[0] if how and len(how) == 8 else 0
         else:
             flags = args[2]
@@ -57,12 +57,12 @@ def sys_open(call):
             return CONTINUE
     path = os.path.normpath(path)
     if path in RANDOM_FILES:
-        return _answer_with(call, "random", RANDOM_FILES[path](node), flags)
+        return _answer_with(call, "random", RANDOM_FILES[path](proc), flags)
     m = _PROC_LIMITS.fullmatch(path)
-    if m is None or m.group(1) not in (b"self", b"thread-self", str(node.pid).encode(),
+    if m is None or m.group(1) not in (b"self", b"thread-self", str(proc.pid).encode(),
                                        str(notif.pid).encode()):
         return CONTINUE             # not this node's limits
-    text = limits_text(node)
+    text = limits_text(proc)
     if text is None:
         return CONTINUE
     return _answer_with(call, "limits", text, flags)
@@ -75,7 +75,7 @@ def _open_mode(call) -> int:
         return args[2]
     if nr == NR["openat"]:
         return args[3]
-    how = call.node.read(args[2], 16)
+    how = call.proc.read(args[2], 16)
     return struct.unpack("<QQ", how)[1] if how and len(how) == 16 else 0
 
 
@@ -85,7 +85,7 @@ def _answer_with(call, name: str, content: bytes, flags: int):
     try:
         os.write(memfd, content)
         os.lseek(memfd, 0, os.SEEK_SET)
-        _native.addfd(call.node.listener, call.id, memfd, cloexec=bool(flags & O_CLOEXEC))
+        _native.addfd(call.listener, call.id, memfd, cloexec=bool(flags & O_CLOEXEC))
     except OSError:
         return CONTINUE
     finally:

@@ -52,24 +52,25 @@ def shm_name(path: bytes | None) -> str | None:
 
 
 def folder(node) -> str:
+    """Where the node's shared-memory objects are: beside its directory."""
     return node.cwd + ".shm"
 
 
-def real_path(node, name: str) -> str:
-    return os.path.join(folder(node), name)
+def real_path(proc, name: str) -> str:
+    return os.path.join(folder(proc.node), name)
 
 
 def open_object(call, name: str, flags: int, mode: int):
     """Answer an open of /dev/shm/NAME with the world's object."""
-    node = call.node
+    proc = call.proc
     if flags & O_CREAT:
-        os.makedirs(folder(node), exist_ok=True)
+        os.makedirs(folder(proc.node), exist_ok=True)
     try:
-        fd = os.open(real_path(node, name), (flags & ~O_CLOEXEC) | os.O_CLOEXEC, mode & 0o7777)
+        fd = os.open(real_path(proc, name), (flags & ~O_CLOEXEC) | os.O_CLOEXEC, mode & 0o7777)
     except OSError as e:
         return Err(e.errno or errno.EIO)
     try:
-        _native.addfd(node.listener, call.id, fd, cloexec=bool(flags & O_CLOEXEC))
+        _native.addfd(call.listener, call.id, fd, cloexec=bool(flags & O_CLOEXEC))
     except OSError as e:
         return Err(e.errno or errno.EIO)
     finally:
@@ -87,8 +88,8 @@ def name_call(call, nr_name: str, paths: list[bytes | None]):
         return unsupported(call, call.nr, call.args,
                            "moves a name between /dev/shm and another folder, which cmc "
                            "does not follow (a shared-memory object is the world's)")
-    node = call.node
-    real = [real_path(node, n) for n in names]
+    proc = call.proc
+    real = [real_path(proc, n) for n in names]
     try:
         if nr_name.startswith("unlink"):
             os.unlink(real[0])
@@ -133,8 +134,8 @@ def unix_bind(call):
     """bind of a real socket: an AF_UNIX name outside the node's directory would be
     a file (or an abstract name) that every world of the run shares and that outlives
     it: refused. Anything else runs natively."""
-    node, args = call.node, call.args
-    raw = node.read(args[1], min(args[2], 110))
+    proc, args = call.proc, call.args
+    raw = proc.read(args[1], min(args[2], 110))
     if raw is None or len(raw) < 3 or int.from_bytes(raw[:2], "little") != AF_UNIX:
         return CONTINUE
     name = raw[2:].split(b"\0", 1)[0] if raw[2] else None
@@ -144,7 +145,7 @@ def unix_bind(call):
         path = name if name.startswith(b"/") else os.path.join(
             procfs.directory(call.pid), name)
         real = os.path.realpath(os.path.dirname(os.fsdecode(path)))
-        if real == node.cwd or real.startswith(node.cwd + "/"):
+        if real == proc.node.cwd or real.startswith(proc.node.cwd + "/"):
             return CONTINUE
         where = (f"an AF_UNIX socket at {os.fsdecode(path)}, outside its directory: a "
                  "file every world of the run would share and that would outlive it")

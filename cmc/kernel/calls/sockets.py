@@ -18,44 +18,44 @@ from ..world.net import FIN, RST, Msg, Sock
 NATIVE_FAMILIES = (socket.AF_UNIX, socket.AF_NETLINK)
 
 
-def get_sock(node, fd: int) -> Sock | None:
-    return node.fds.get(fd)
+def get_sock(proc, fd: int) -> Sock | None:
+    return proc.fds.get(fd)
 
 
-def lowest_free(node, lowest: int = VFD_BASE) -> int | None:
+def lowest_free(proc, lowest: int = VFD_BASE) -> int | None:
     """The lowest free virtual descriptor >= lowest, or None when it would not be
     below the node's (emulated) RLIMIT_NOFILE (calls.py): Linux's EMFILE."""
     fd = max(lowest, VFD_BASE)
-    while fd in node.fds:
+    while fd in proc.fds:
         fd += 1
-    soft = node.nofile[0]
+    soft = proc.nofile[0]
     if fd < soft:
         return fd
     if soft <= VFD_BASE:
-        raise TargetError(node.cluster.where(node) +
+        raise TargetError(proc.node.cluster.where(proc.node) +
                           f"lowered its RLIMIT_NOFILE to {soft}, below cmc's virtual "
                           f"descriptors (numbered from {VFD_BASE}): it cannot be given a socket")
     return None
 
 
-def new_fd(node, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
+def new_fd(proc, sock: Sock, lowest: int = VFD_BASE, cloexec: bool = False,
            dup: bool = False) -> Ret | Err:
     """A new virtual descriptor for sock (with dup, one more reference to it), or EMFILE."""
-    fd = lowest_free(node, lowest)
+    fd = lowest_free(proc, lowest)
     if fd is None:
         return Err(errno.EMFILE)
     if dup:
         sock.refs += 1
-    node.fds[fd] = sock
+    proc.fds[fd] = sock
     if cloexec:
-        node.cloexec.add(fd)
+        proc.cloexec.add(fd)
     return Ret(fd)
 
 
 def with_sock(fn):
     """Decorator: resolve args[0] to a virtual socket, EBADF when it is none."""
     def wrapper(call):
-        sock = get_sock(call.node, fd_arg(call.args[0]))
+        sock = get_sock(call.proc, fd_arg(call.args[0]))
         if sock is None:
             return Err(errno.EBADF)
         return fn(call, sock)
@@ -78,11 +78,11 @@ def connect_outcome(sock: Sock, report: bool):
     return None
 
 
-def release(node, sock: Sock) -> None:
+def release(proc, sock: Sock) -> None:
     """The last descriptor of a socket is gone."""
-    cluster = node.cluster
+    cluster = proc.node.cluster
     if sock.stype == SOCK_DGRAM:
-        dgram.release(node, sock)
+        dgram.release(proc, sock)
         return
     cluster.net.forget(sock)
     if sock.listening:
@@ -104,15 +104,15 @@ def release(node, sock: Sock) -> None:
     cluster.net.collect()
 
 
-def close_vfd(node, fd: int) -> bool:
-    sock = node.fds.pop(fd, None)
-    node.cloexec.discard(fd)
+def close_vfd(proc, fd: int) -> bool:
+    sock = proc.fds.pop(fd, None)
+    proc.cloexec.discard(fd)
     if sock is None:
         return False
     sock.refs -= 1
     if sock.refs == 0:
-        forget_socket(node, sock)
-        release(node, sock)
+        forget_socket(proc, sock)
+        release(proc, sock)
     return True
 
 
@@ -152,13 +152,13 @@ def readiness(sock: Sock) -> int:
     return ev
 
 
-def forget_socket(node, sock: Sock) -> None:
+def forget_socket(proc, sock: Sock) -> None:
     """The last descriptor of sock, in any process of the node, was closed: it leaves
     every epoll set, as on Linux, where an epoll entry lives as long as the open file
     it watches (a child's close of its copy, or a dup's, leaves the entry)."""
     seen = set()
-    for proc in node.procs.values():
-        for regs in proc.epolls.values():
+    for each in proc.node.tasks.procs.values():
+        for regs in each.epolls.values():
             if id(regs) in seen:
                 continue                # an instance shared since a fork
             seen.add(id(regs))

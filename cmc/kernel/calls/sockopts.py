@@ -28,9 +28,9 @@ INT = struct.Struct("<i")
 @handles("setsockopt")
 @with_sock
 def sys_setsockopt(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     level, opt, ptr, optlen = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
-    raw = node.read(ptr, min(optlen, 64)) if ptr else b""
+    raw = proc.read(ptr, min(optlen, 64)) if ptr else b""
     if raw is None:
         return Err(errno.EFAULT)
     key = (level, opt)
@@ -102,16 +102,16 @@ def _option_value(sock: Sock, level: int, opt: int) -> bytes:
 @handles("getsockopt")
 @with_sock
 def sys_getsockopt(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     level, opt, ptr, lenptr = args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF, args[3], args[4]
-    raw = node.read(lenptr, 4)
+    raw = proc.read(lenptr, 4)
     if raw is None or len(raw) != 4:
         return Err(errno.EFAULT)
     room = INT.unpack(raw)[0]
     if room < 0:
         return Err(errno.EINVAL)
     data = _option_value(sock, level, opt)
-    if not node.write(ptr, data[:room]):
+    if not proc.write(ptr, data[:room]):
         return Err(errno.EFAULT)
-    node.write(lenptr, struct.pack("<I", min(room, len(data))))
+    proc.write(lenptr, struct.pack("<I", min(room, len(data))))
     return Ret(0)

@@ -30,12 +30,12 @@ MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, 
 
 @handles("socket")
 def sys_socket(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     family, stype, proto = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF
     if family in NATIVE_FAMILIES:
         return CONTINUE      # local to the node: AF_UNIX, netlink
     if family not in (socket.AF_INET, socket.AF_INET6):
-        return unsupported(node, call.nr, args,
+        return unsupported(proc, call.nr, args,
                            "asks for a socket family cmc does not emulate (only AF_INET and "
                            "AF_INET6 are virtual; AF_UNIX and AF_NETLINK run natively), and "
                            "nothing may reach the host's network")
@@ -43,14 +43,14 @@ def sys_socket(call):
     if stype & ~(0xF | SOCK_NONBLOCK | SOCK_CLOEXEC):
         return Err(errno.EINVAL)
     if base not in (SOCK_STREAM, SOCK_DGRAM):
-        return unsupported(node, call.nr, args,
+        return unsupported(proc, call.nr, args,
                            "asks for a socket type cmc does not emulate (TCP streams and UDP "
                            "datagrams are)")
     if (base == SOCK_STREAM and proto not in (0, 6)) or (base == SOCK_DGRAM and proto not in (0, 17)):
         return Err(errno.EPROTONOSUPPORT)
-    node.next_ino += 1
-    sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK), ino=node.next_ino)
-    return new_fd(node, sock, cloexec=bool(stype & SOCK_CLOEXEC))
+    proc.node.next_ino += 1
+    sock = Sock(family, base, nonblock=bool(stype & SOCK_NONBLOCK), ino=proc.node.next_ino)
+    return new_fd(proc, sock, cloexec=bool(stype & SOCK_CLOEXEC))
 
 
 @handles("bind")
@@ -64,30 +64,30 @@ def sys_bind(call):
 
 @with_sock
 def _bind_virtual(call, sock):
-    node, args = call.node, call.args
-    parsed = read_addr(node, sock, args[1], args[2])
+    proc, args = call.proc, call.args
+    parsed = read_addr(proc, sock, args[1], args[2])
     if isinstance(parsed, Err):
         return parsed
     if sock.local is not None:
         return Err(errno.EINVAL)
     ip, port = parsed
     if port == 0:
-        port = node.cluster.ephemeral_port(node)
+        port = proc.node.cluster.ephemeral_port(proc.node)
     addr = (ip, port)
     if sock.stype == SOCK_DGRAM:
-        return dgram.bind(node, sock, addr)
-    net = node.cluster.net
+        return dgram.bind(proc, sock, addr)
+    net = proc.node.cluster.net
     if net.tcp_conflict(sock, addr, listening=False):
         return Err(errno.EADDRINUSE)
     sock.local = addr
-    net.tcp.append((node.index, sock))
+    net.tcp.append((proc.node.index, sock))
     return Ret(0)
 
 
-def read_addr(node, sock: Sock, ptr: int, length: int):
+def read_addr(proc, sock: Sock, ptr: int, length: int):
     """The address a bind/connect/sendto names, checked against the socket's family
     as Linux does; an Err when it does not fit."""
-    raw = node.read(ptr, min(length, 128)) if ptr and length >= 2 else None
+    raw = proc.read(ptr, min(length, 128)) if ptr and length >= 2 else None
     if raw is None:
         return Err(errno.EFAULT if ptr else errno.EINVAL)
     family = struct.unpack_from("<H", raw)[0]
@@ -102,16 +102,16 @@ def read_addr(node, sock: Sock, ptr: int, length: int):
 @handles("listen")
 @with_sock
 def sys_listen(call, sock):
-    node = call.node
+    proc = call.proc
     if sock.stype == SOCK_DGRAM:
         return Err(errno.EOPNOTSUPP)
     if sock.conn is not None:
         return Err(errno.EINVAL)
-    net = node.cluster.net
+    net = proc.node.cluster.net
     if sock.local is None:
         sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::",
-                      node.cluster.ephemeral_port(node))
-        net.tcp.append((node.index, sock))
+                      proc.node.cluster.ephemeral_port(proc.node))
+        net.tcp.append((proc.node.index, sock))
     if not sock.listening:
         if net.tcp_conflict(sock, sock.local, listening=True):
             return Err(errno.EADDRINUSE)
@@ -122,30 +122,30 @@ def sys_listen(call, sock):
 @handles("getsockname")
 @with_sock
 def sys_getsockname(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     local = sock.local or ("0.0.0.0" if sock.family == socket.AF_INET else "::", 0)
-    return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
+    return Ret(0) if sockaddr.write(proc, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
 
 
 @handles("getpeername")
 @with_sock
 def sys_getpeername(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     if sock.stype == SOCK_DGRAM:
         if sock.peer is None:
             return Err(errno.ENOTCONN)
-        ok = sockaddr.write(node, args[1], args[2], sock.family, sock.peer)
+        ok = sockaddr.write(proc, args[1], args[2], sock.family, sock.peer)
         return Ret(0) if ok else Err(errno.EFAULT)
     if sock.conn is None or not sock.conn.established:
         return Err(errno.ENOTCONN)
     peer = sock.conn.a.addr if sock.side == 1 else sock.conn.dst
-    return Ret(0) if sockaddr.write(node, args[1], args[2], sock.family, peer) else Err(errno.EFAULT)
+    return Ret(0) if sockaddr.write(proc, args[1], args[2], sock.family, peer) else Err(errno.EFAULT)
 
 
 @handles("accept", "accept4")
 @with_sock
 def sys_accept(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     if sock.stype == SOCK_DGRAM:
         return Err(errno.EOPNOTSUPP)
     flags = args[3] & 0xFFFFFFFF if call.nr == NR["accept4"] else 0
@@ -153,19 +153,19 @@ def sys_accept(call, sock):
         return Err(errno.EINVAL)
 
     def attempt():
-        if sock.backlog and lowest_free(node) is None:
+        if sock.backlog and lowest_free(proc) is None:
             return Err(errno.EMFILE)        # the connection stays queued, as on Linux
         while sock.backlog:
             conn = sock.backlog.popleft()
             if conn.b is None or conn.b.closed:
                 continue
             conn.b.accepted = True
-            node.next_ino += 1
+            proc.node.next_ino += 1
             new = Sock(sock.family, SOCK_STREAM, nonblock=bool(flags & SOCK_NONBLOCK),
-                       local=conn.dst, conn=conn, side=1, ino=node.next_ino)
-            if not sockaddr.write(node, args[1], args[2], sock.family, conn.a.addr):
+                       local=conn.dst, conn=conn, side=1, ino=proc.node.next_ino)
+            if not sockaddr.write(proc, args[1], args[2], sock.family, conn.a.addr):
                 return Err(errno.EFAULT)
-            return new_fd(node, new, cloexec=bool(flags & SOCK_CLOEXEC))
+            return new_fd(proc, new, cloexec=bool(flags & SOCK_CLOEXEC))
         return Err(errno.EAGAIN) if sock.nonblock else None
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "accept")
 
@@ -173,15 +173,15 @@ def sys_accept(call, sock):
 @handles("connect")
 @with_sock
 def sys_connect(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     if sock.stype == SOCK_DGRAM:
-        return dgram.connect(node, sock, args[1], args[2])
+        return dgram.connect(proc, sock, args[1], args[2])
     if sock.conn is not None:
         if sock.connecting:           # a non-blocking connect asked again (Linux)
             outcome = connect_outcome(sock, report=True)
             return Err(errno.EALREADY) if outcome is None else outcome
         return Err(errno.EISCONN)
-    parsed = read_addr(node, sock, args[1], args[2])
+    parsed = read_addr(proc, sock, args[1], args[2])
     if isinstance(parsed, Err):
         return parsed
     if sock.listening:
@@ -190,9 +190,9 @@ def sys_connect(call, sock):
     if dst[0] in ("0.0.0.0", "::"):
         dst = ("127.0.0.1" if dst[0] == "0.0.0.0" else "::1", dst[1])
     if sock.local is None:
-        sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", node.cluster.ephemeral_port(node))
-        node.cluster.net.tcp.append((node.index, sock))
-    sock.conn = node.cluster.net.connect(node.index, sock.local, dst)
+        sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", proc.node.cluster.ephemeral_port(proc.node))
+        proc.node.cluster.net.tcp.append((proc.node.index, sock))
+    sock.conn = proc.node.cluster.net.connect(proc.node.index, sock.local, dst)
     sock.side = 0
     sock.connecting = True
     if sock.nonblock:
@@ -203,33 +203,33 @@ def sys_connect(call, sock):
     return Block(attempt, None, None, "connect")
 
 
-def _pipe_error(node, flags: int):
-    if not flags & MSG_NOSIGNAL and not _sigpipe_ignored(node):
+def _pipe_error(proc, flags: int):
+    if not flags & MSG_NOSIGNAL and not _sigpipe_ignored(proc):
         try:
-            os.kill(node.pid, signal.SIGPIPE)
+            os.kill(proc.pid, signal.SIGPIPE)
         except ProcessLookupError:
             pass
     return Err(errno.EPIPE)
 
 
-def _sigpipe_ignored(node) -> bool:
+def _sigpipe_ignored(proc) -> bool:
     """Whether the process ignores SIGPIPE (a disposition, shared by its threads)."""
-    return bool(procfs.signal_mask(node.pid, "SigIgn") & (1 << (signal.SIGPIPE - 1)))
+    return bool(procfs.signal_mask(proc.pid, "SigIgn") & (1 << (signal.SIGPIPE - 1)))
 
 
-def sock_send(node, fd: int, buf: int, length: int, flags: int, what: str, dst=None):
-    data = node.read(buf, length)
+def sock_send(proc, fd: int, buf: int, length: int, flags: int, what: str, dst=None):
+    data = proc.read(buf, length)
     if data is None:
         return Err(errno.EFAULT)
-    return sock_send_bytes(node, fd, data, flags, what, dst)
+    return sock_send_bytes(proc, fd, data, flags, what, dst)
 
 
-def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str, dst=None):
-    sock = get_sock(node, fd)
+def sock_send_bytes(proc, fd: int, data: bytes, flags: int, what: str, dst=None):
+    sock = get_sock(proc, fd)
     if sock is None:
         return Err(errno.EBADF)
     if sock.stype == SOCK_DGRAM:
-        return dgram.send(node, sock, data, dst)
+        return dgram.send(proc, sock, data, dst)
     if sock.conn is None:
         return Err(errno.ENOTCONN)
     if sock.connecting:
@@ -237,79 +237,78 @@ def sock_send_bytes(node, fd: int, data: bytes, flags: int, what: str, dst=None)
         if outcome is None:
             if sock.nonblock or flags & MSG_DONTWAIT:
                 return Err(errno.EAGAIN)
-            return Block(lambda: _send_when_connected(node, sock, data, flags), None, None, what)
+            return Block(lambda: _send_when_connected(proc, sock, data, flags), None, None, what)
         if isinstance(outcome, Err):
             return Err(errno.ECONNREFUSED)
-    return _send_now(node, sock, data, flags)
+    return _send_now(proc, sock, data, flags)
 
 
-def _send_when_connected(node, sock, data, flags):
+def _send_when_connected(proc, sock, data, flags):
     outcome = connect_outcome(sock, report=False)
     if outcome is None:
         return None
     if isinstance(outcome, Err):
         return outcome
-    return _send_now(node, sock, data, flags)
+    return _send_now(proc, sock, data, flags)
 
 
-def _send_now(node, sock: Sock, data: bytes, flags: int):
+def _send_now(proc, sock: Sock, data: bytes, flags: int):
     ep = sock.ep
     if ep.reset:
         if not ep.reset_reported:
             ep.reset_reported = True
             return Err(errno.ECONNRESET)
-        return _pipe_error(node, flags)
+        return _pipe_error(proc, flags)
     if ep.shut_wr:
-        return _pipe_error(node, flags)
+        return _pipe_error(proc, flags)
     if not data:
         return Ret(0)
-    node.moved = data
-    node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
-    return Ret(len(data))
+    proc.node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
+    return Ret(len(data), data)
 
 
 @handles("sendto")
 def sys_sendto(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     dst = None
-    sock = get_sock(node, fd_arg(args[0]))
+    sock = get_sock(proc, fd_arg(args[0]))
     if args[4] and sock is not None and sock.stype == SOCK_DGRAM:   # a stream ignores it
-        dst = read_addr(node, sock, args[4], args[5])
+        dst = read_addr(proc, sock, args[4], args[5])
         if isinstance(dst, Err):
             return dst
-    return sock_send(node, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
+    return sock_send(proc, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
 
 
 @handles("sendmsg")
 def sys_sendmsg(call):
-    node, args = call.node, call.args
-    raw = node.read(args[1], MSGHDR.size)
+    proc, args = call.proc, call.args
+    raw = proc.read(args[1], MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
     name, namelen, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
     if iovlen > 1024:
         return Err(errno.EINVAL)
-    data = read_iovecs(node, iov, iovlen)
+    data = read_iovecs(proc, iov, iovlen)
     if data is None:
         return Err(errno.EFAULT)
     dst = None
-    sock = get_sock(node, fd_arg(args[0]))
+    sock = get_sock(proc, fd_arg(args[0]))
     if name and sock is not None and sock.stype == SOCK_DGRAM:
-        dst = read_addr(node, sock, name, namelen)
+        dst = read_addr(proc, sock, name, namelen)
         if isinstance(dst, Err):
             return dst
-    return sock_send_bytes(node, fd_arg(args[0]), data, args[2], "sendmsg", dst)
+    return sock_send_bytes(proc, fd_arg(args[0]), data, args[2], "sendmsg", dst)
 
 
-def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
+def sock_recv(proc, fd: int, length: int, flags: int, deliver, what: str,
               write_src=lambda src: None):
     """deliver(bytes) writes the bytes where the call wants them and returns
     an error result or None; write_src(addr) likewise for the sender's address."""
-    sock = get_sock(node, fd)
+    sock = get_sock(proc, fd)
     if sock is None:
         return Err(errno.EBADF)
     if sock.stype == SOCK_DGRAM:
-        return dgram.recv(node, sock, length, flags, deliver, write_src)
+        return dgram.recv(proc, sock, length, flags, deliver, write_src)
     if sock.conn is None:
         return Err(errno.ENOTCONN)
 
@@ -325,11 +324,10 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
         if ep.rbuf and (len(ep.rbuf) >= min(want, length) or ep.eof or ep.reset) or \
                 (length == 0 and (ep.rbuf or ep.eof)):
             data = bytes(ep.rbuf[:length])
-            node.moved = data
             if not flags & MSG_PEEK:
                 del ep.rbuf[:length]
             bad = deliver(data)
-            return bad if bad is not None else Ret(len(data))
+            return bad if bad is not None else Ret(len(data), data)
         if ep.reset:
             if not ep.reset_reported:
                 ep.reset_reported = True
@@ -343,20 +341,20 @@ def sock_recv(node, fd: int, length: int, flags: int, deliver, what: str,
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), what)
 
 
-def _to_buffer(node, buf: int):
-    return lambda data, truncated=False: None if node.write(buf, data) else Err(errno.EFAULT)
+def _to_buffer(proc, buf: int):
+    return lambda data, truncated=False: None if proc.write(buf, data) else Err(errno.EFAULT)
 
 
-def _to_iovecs(node, iov: int, count: int):
+def _to_iovecs(proc, iov: int, count: int):
     def deliver(data: bytes, truncated: bool = False):
-        raw = node.read(iov, 16 * count)
+        raw = proc.read(iov, 16 * count)
         if raw is None:
             return Err(errno.EFAULT)
         pos = 0
         for i in range(count):
             base, length = struct.unpack_from("<QQ", raw, 16 * i)
             chunk = data[pos:pos + length]
-            if chunk and not node.write(base, chunk):
+            if chunk and not proc.write(base, chunk):
                 return Err(errno.EFAULT)
             pos += len(chunk)
             if pos >= len(data):
@@ -365,8 +363,8 @@ def _to_iovecs(node, iov: int, count: int):
     return deliver
 
 
-def _iov_total(node, iov: int, count: int) -> int | None:
-    raw = node.read(iov, 16 * count) if count <= 1024 else None
+def _iov_total(proc, iov: int, count: int) -> int | None:
+    raw = proc.read(iov, 16 * count) if count <= 1024 else None
     if raw is None:
         return None
     return sum(struct.unpack_from("<QQ", raw, 16 * i)[1] for i in range(count))
@@ -374,30 +372,30 @@ def _iov_total(node, iov: int, count: int) -> int | None:
 
 @handles("read")
 def sys_read(call):
-    node, args = call.node, call.args
-    return sock_recv(node, fd_arg(args[0]), args[2], 0, _to_buffer(node, args[1]), "read")
+    proc, args = call.proc, call.args
+    return sock_recv(proc, fd_arg(args[0]), args[2], 0, _to_buffer(proc, args[1]), "read")
 
 
 @handles("readv")
 def sys_readv(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     if args[2] > 1024:
         return Err(errno.EINVAL)
-    total = _iov_total(node, args[1], args[2])
+    total = _iov_total(proc, args[1], args[2])
     if total is None:
         return Err(errno.EFAULT)
-    return sock_recv(node, fd_arg(args[0]), total, 0, _to_iovecs(node, args[1], args[2]), "readv")
+    return sock_recv(proc, fd_arg(args[0]), total, 0, _to_iovecs(proc, args[1], args[2]), "readv")
 
 
 @handles("recvfrom")
 def sys_recvfrom(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     fd = fd_arg(args[0])
-    sock = get_sock(node, fd)
-    to_buf = _to_buffer(node, args[1])
+    sock = get_sock(proc, fd)
+    to_buf = _to_buffer(proc, args[1])
 
     def write_src(src):
-        if args[4] and not sockaddr.write(node, args[4], args[5], sock.family, src):
+        if args[4] and not sockaddr.write(proc, args[4], args[5], sock.family, src):
             return Err(errno.EFAULT)
         return None
 
@@ -406,44 +404,44 @@ def sys_recvfrom(call):
         if bad is None and sock.stype == SOCK_STREAM:
             bad = write_src(sock.conn.a.addr if sock.side == 1 else sock.conn.dst)
         return bad
-    return sock_recv(node, fd, args[2], args[3], deliver, "recvfrom", write_src)
+    return sock_recv(proc, fd, args[2], args[3], deliver, "recvfrom", write_src)
 
 
 @handles("recvmsg")
 def sys_recvmsg(call):
-    node, args = call.node, call.args
-    raw = node.read(args[1], MSGHDR.size)
+    proc, args = call.proc, call.args
+    raw = proc.read(args[1], MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
     name, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
-    total = _iov_total(node, iov, iovlen)
+    total = _iov_total(proc, iov, iovlen)
     if total is None:
         return Err(errno.EFAULT)
-    to_iov = _to_iovecs(node, iov, iovlen)
-    sock = get_sock(node, fd_arg(args[0]))
+    to_iov = _to_iovecs(proc, iov, iovlen)
+    sock = get_sock(proc, fd_arg(args[0]))
 
     def write_src(src):
         if name:
             data = sockaddr.pack(sock.family, src)
-            node.write(name, data)
-            node.write(args[1] + 8, struct.pack("<I", len(data)))
+            proc.write(name, data)
+            proc.write(args[1] + 8, struct.pack("<I", len(data)))
         return None
 
     def deliver(data, truncated=False):
         bad = to_iov(data)
         # no address (streams), no control data; MSG_TRUNC for a cut datagram
         if sock.stype == SOCK_STREAM:
-            node.write(args[1] + 8, struct.pack("<I", 0))
-        node.write(args[1] + 40, struct.pack("<Q", 0))
-        node.write(args[1] + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
+            proc.write(args[1] + 8, struct.pack("<I", 0))
+        proc.write(args[1] + 40, struct.pack("<Q", 0))
+        proc.write(args[1] + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
         return bad
-    return sock_recv(node, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
+    return sock_recv(proc, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
 
 
 @handles("shutdown")
 @with_sock
 def sys_shutdown(call, sock):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     how = args[1] & 0xFFFFFFFF
     if how not in (0, 1, 2):
         return Err(errno.EINVAL)
@@ -454,5 +452,5 @@ def sys_shutdown(call, sock):
     ep = sock.ep
     if how in (1, 2) and not ep.shut_wr and not ep.reset:
         ep.shut_wr = True
-        node.cluster.send(sock.conn, sock.side, Msg(FIN))
+        proc.node.cluster.send(sock.conn, sock.side, Msg(FIN))
     return Ret(0)

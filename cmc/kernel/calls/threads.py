@@ -42,15 +42,15 @@ BITSET_ANY = 0xFFFFFFFF
 def _create(call, flags: int, ctid: int):
     """clone/clone3: a thread (CLONE_THREAD) or a process of the node (SPEC §9.2).
     Either way the call runs natively; the node finds the new task (node.py)."""
-    node = call.node
+    proc = call.proc
     if flags & CLONE_NEWS:
         return unsupported(call, call.nr, call.args, "creates new namespaces (refused: "
                            "a node stays in cmc's)", first_is_fd=False)
     if not flags & CLONE_THREAD:
         return _fork(call, bool(flags & CLONE_VFORK))
-    node.clone_ctid = ctid if flags & CLONE_CHILD_CLEARTID else 0
-    node.clone_parent = call.pid
-    node.clones += 1
+    proc.node.tasks.clone_ctid = ctid if flags & CLONE_CHILD_CLEARTID else 0
+    proc.node.tasks.clone_parent = call.pid
+    proc.node.tasks.clones += 1
     return CONTINUE
 
 
@@ -58,8 +58,8 @@ def _fork(call, vfork: bool):
     """A new process of the node: it inherits the filter (its calls come to cmc on
     the node's listener), and copies of the caller's descriptors; a vfork's parent
     waits natively until its child execs or exits."""
-    proc = call.node                  # the Process that forks (dispatch.py)
-    proc.forking = (proc, call.pid)
+    proc = call.proc                  # the Process that forks
+    proc.node.tasks.forking = (proc, call.pid)
     proc.vforked = vfork
     return CONTINUE
 
@@ -71,7 +71,7 @@ def sys_clone(call):
 
 @handles("clone3")
 def sys_clone3(call):
-    raw = call.node.read(call.args[0], 24)       # flags, pidfd, child_tid
+    raw = call.proc.read(call.args[0], 24)       # flags, pidfd, child_tid
     if raw is None or len(raw) != 24:
         return Err(errno.EFAULT)
     flags, _, ctid = struct.unpack("<QQQ", raw)
@@ -93,9 +93,9 @@ def sys_setsid(call):
 def sys_setpgid(call):
     """Allowed only within the node's group (a shell's job control of its own
     children there is harmless); a new group would outlive a CRASH."""
-    node, args = call.node, call.args
-    target = signed(args[0]) or node.pid
-    if (signed(args[1]) or target) == node.pgid:
+    proc, args = call.proc, call.args
+    target = signed(args[0]) or proc.pid
+    if (signed(args[1]) or target) == proc.node.tasks.pgid:
         return CONTINUE
     return unsupported(call, call.nr, args, "would move a process out of its node's process "
                        "group (refused: a CRASH kills the node's group)",
@@ -114,7 +114,7 @@ def sys_refused(call):
 def sys_exit(call):
     """A thread ends (the process ends with exit_group): it runs natively, and the
     node forgets the thread once the kernel does."""
-    thread = call.node.thread_of(call.pid)
+    thread = call.node.tasks.thread_of(call.pid)
     if thread is not None:
         thread.exiting = True
     return CONTINUE
@@ -130,33 +130,33 @@ def sys_signal_setup(call):
 @handles("sched_yield")
 def sys_sched_yield(call):
     """Let every other thread that can run, run first (node.py); then return."""
-    call.node.give_way(call.pid)
+    call.node.tasks.give_way(call.pid)
     return Block(lambda: Ret(0), what="sched_yield")
 
 
 # -- the futex ---------------------------------------------------------------------
 @handles("futex")
 def sys_futex(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     uaddr, op, val = args[0], signed(args[1]), args[2] & 0xFFFFFFFF
     cmd = op & FUTEX_CMD_MASK
     # A private futex is the process's (its memory); a shared one may be waited on by
     # several processes of the node (memory they share since a fork, at one address).
-    futexes = node.futexes if op & FUTEX_PRIVATE_FLAG else node.shared_futexes
+    futexes = proc.futexes if op & FUTEX_PRIVATE_FLAG else proc.node.tasks.shared_futexes
     if cmd in (FUTEX_WAIT, FUTEX_WAIT_BITSET):
         bitset = BITSET_ANY if cmd == FUTEX_WAIT else args[5] & 0xFFFFFFFF
         if bitset == 0:
             return Err(errno.EINVAL)
         timeout = None
         if args[3]:
-            ns = read_timespec(node, args[3])
+            ns = read_timespec(proc, args[3])
             if ns is None:
                 return Err(errno.EINVAL)
             if cmd == FUTEX_WAIT_BITSET:     # an absolute deadline on the chosen clock
-                now = node.realtime_ns() if op & FUTEX_CLOCK_REALTIME else node.monotonic_ns()
+                now = proc.node.realtime_ns() if op & FUTEX_CLOCK_REALTIME else proc.node.monotonic_ns()
                 ns -= now
             timeout = max(ns, 0)
-        word = _word(node, uaddr)
+        word = _word(proc, uaddr)
         if word is None:
             return Err(errno.EFAULT)
         if word != val:
@@ -165,9 +165,9 @@ def sys_futex(call):
             # A deadline already reached: the call takes a nanosecond of the node's
             # time, as a real one takes some, so that a loop that waits again until
             # the clock is past the deadline (Rust's wait_timeout_while) ends.
-            node.elapsed_ns += 1
+            proc.node.elapsed_ns += 1
             return Err(errno.ETIMEDOUT)
-        waiter = futexes.wait(uaddr, bitset, node.thread_of(call.pid).index)
+        waiter = futexes.wait(uaddr, bitset, proc.node.tasks.thread_of(call.pid).index)
 
         def woken():
             return Ret(0) if waiter.woken else None
@@ -184,7 +184,7 @@ def sys_futex(call):
         return Ret(futexes.wake(uaddr, _count(val), bitset))
     if cmd in (FUTEX_REQUEUE, FUTEX_CMP_REQUEUE):
         if cmd == FUTEX_CMP_REQUEUE:
-            word = _word(node, uaddr)
+            word = _word(proc, uaddr)
             if word is None:
                 return Err(errno.EFAULT)
             if word != args[5] & 0xFFFFFFFF:
@@ -193,7 +193,7 @@ def sys_futex(call):
         moved = futexes.requeue(uaddr, args[4], _count(args[3] & 0xFFFFFFFF))
         return Ret(woken + moved if cmd == FUTEX_CMP_REQUEUE else woken)
     if cmd == FUTEX_WAKE_OP:
-        return _wake_op(node, futexes, uaddr, args[4], _count(val),
+        return _wake_op(proc, futexes, uaddr, args[4], _count(val),
                         _count(args[3] & 0xFFFFFFFF), args[5] & 0xFFFFFFFF)
     return unsupported(call, call.nr, args, "uses a futex operation cmc does not emulate "
                        "(priority-inheritance and fd futexes are not supported)",
@@ -206,8 +206,8 @@ def _count(v: int) -> int:
     return v if v >= 0 else 1 << 31
 
 
-def _word(node, addr: int) -> int | None:
-    raw = node.read(addr, 4)
+def _word(proc, addr: int) -> int | None:
+    raw = proc.read(addr, 4)
     return struct.unpack("<I", raw)[0] if raw is not None and len(raw) == 4 else None
 
 
@@ -215,20 +215,20 @@ def _sext12(v: int) -> int:
     return v - 0x1000 if v & 0x800 else v
 
 
-def _wake_op(node, futexes, uaddr: int, uaddr2: int, n: int, n2: int, encoded: int):
+def _wake_op(proc, futexes, uaddr: int, uaddr2: int, n: int, n2: int, encoded: int):
     """FUTEX_WAKE_OP: change the word at uaddr2, wake n on uaddr, and n2 on uaddr2 if
     the old word met the condition (as kernel/futex/waitwake.c)."""
     op, cmp = (encoded >> 28) & 0xF, (encoded >> 24) & 0xF
     oparg, cmparg = _sext12((encoded >> 12) & 0xFFF), _sext12(encoded & 0xFFF)
     if op & 8:                       # FUTEX_OP_OPARG_SHIFT
         oparg, op = 1 << (oparg & 31), op & 7
-    old = _word(node, uaddr2)
+    old = _word(proc, uaddr2)
     if old is None:
         return Err(errno.EFAULT)
     new = {0: oparg, 1: old + oparg, 2: old | oparg, 3: old & ~oparg, 4: old ^ oparg}.get(op)
     if new is None:
         return Err(errno.ENOSYS)
-    if not node.write(uaddr2, struct.pack("<I", new & 0xFFFFFFFF)):
+    if not proc.write(uaddr2, struct.pack("<I", new & 0xFFFFFFFF)):
         return Err(errno.EFAULT)
     s_old = old - (1 << 32) if old & 0x80000000 else old
     met = {0: s_old == cmparg, 1: s_old != cmparg, 2: s_old < cmparg, 3: s_old <= cmparg,
@@ -244,15 +244,15 @@ def _wake_op(node, futexes, uaddr: int, uaddr2: int, n: int, n2: int, encoded: i
 # -- exec ---------------------------------------------------------------------------
 @handles("execve", "execveat")
 def sys_execve(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     notif = call.notif
     if notif.nr == NR["execveat"]:
-        path = node.read_cstr(args[1])
+        path = proc.read_cstr(args[1])
         dirfd = fd_arg(args[0])
         if path is not None and not path.startswith(b"/") and dirfd != -100:
             return CONTINUE          # relative to a directory fd: rare, let it run
     else:
-        path = node.read_cstr(args[0])
+        path = proc.read_cstr(args[0])
     if path is None:
         return Err(errno.EFAULT)
     full = path if path.startswith(b"/") else os.path.join(procfs.cwd_link(notif.pid), path)
@@ -261,21 +261,21 @@ def sys_execve(call):
     if not os.access(full, os.X_OK) or os.path.isdir(full):
         return Err(errno.EACCES)
     try:
-        outcome, status = _native.exec_continue(node.listener, notif.id, notif.pid,
-                                                _exec_seed(node), 5000)
+        outcome, status = _native.exec_continue(proc.node.tasks.listener, notif.id, notif.pid,
+                                                _exec_seed(proc.node), 5000)
     except OSError as e:
-        raise TargetError(node.cluster.where(node) +
+        raise TargetError(proc.node.cluster.where(proc.node) +
                           f"execve({path.decode(errors='replace')}) could not be traced: "
                           f"{e.strerror}") from None
-    node.exec_count += 1
+    proc.node.exec_count += 1
     if outcome == 2:      # the program died during exec; C has reaped it
-        node.pid = 0
-        raise TargetError(node.cluster.where(node) +
+        proc.pid = 0
+        raise TargetError(proc.node.cluster.where(proc.node) +
                           f"died during execve({path.decode(errors='replace')}) "
                           f"(wait status {status:#x})")
     if outcome == 0:      # close-on-exec virtual fds go away with the old image
-        for fd in sorted(node.cloexec):
-            close_vfd(node, fd)
+        for fd in sorted(proc.cloexec):
+            close_vfd(proc, fd)
     return ANSWERED
 
 

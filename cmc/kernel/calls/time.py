@@ -12,90 +12,90 @@ from .answer import Block, Err, Ret
 from .handler import handles, read_timespec, signed, timespec
 
 
-def clock_value(node, clk: int) -> int | None:
+def clock_value(proc, clk: int) -> int | None:
     if clk in REALTIME_CLOCKS:
-        return node.realtime_ns()
+        return proc.node.realtime_ns()
     if clk in (1, 4, 6, 7, 9):           # MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM
-        return node.monotonic_ns()
+        return proc.node.monotonic_ns()
     if clk in (2, 3):                    # CPU-time clocks: logical too
-        return node.elapsed_ns
+        return proc.node.elapsed_ns
     return None
 
 
 @handles("clock_gettime")
 def sys_clock_gettime(call):
-    node, args = call.node, call.args
-    value = clock_value(node, signed(args[0]))
+    proc, args = call.proc, call.args
+    value = clock_value(proc, signed(args[0]))
     if value is None:
         return Err(errno.EINVAL)
-    if not node.write(args[1], timespec(value)):
+    if not proc.write(args[1], timespec(value)):
         return Err(errno.EFAULT)
     return Ret(0)
 
 
 @handles("gettimeofday")
 def sys_gettimeofday(call):
-    node, args = call.node, call.args
-    ns = node.realtime_ns()
-    if args[0] and not node.write(args[0], struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)):
+    proc, args = call.proc, call.args
+    ns = proc.node.realtime_ns()
+    if args[0] and not proc.write(args[0], struct.pack("<qq", ns // 10**9, ns % 10**9 // 1000)):
         return Err(errno.EFAULT)
-    if args[1] and not node.write(args[1], struct.pack("<ii", 0, 0)):
+    if args[1] and not proc.write(args[1], struct.pack("<ii", 0, 0)):
         return Err(errno.EFAULT)
     return Ret(0)
 
 
 @handles("time")
 def sys_time(call):
-    node, args = call.node, call.args
-    secs = node.realtime_ns() // 10**9
-    if args[0] and not node.write(args[0], struct.pack("<q", secs)):
+    proc, args = call.proc, call.args
+    secs = proc.node.realtime_ns() // 10**9
+    if args[0] and not proc.write(args[0], struct.pack("<q", secs)):
         return Err(errno.EFAULT)
     return Ret(secs)
 
 
-def sleep_block(node, duration_ns: int, rem_addr: int, what: str) -> Block:
+def sleep_block(proc, duration_ns: int, rem_addr: int, what: str) -> Block:
     def fired():
         if rem_addr:
-            node.write(rem_addr, timespec(0))
+            proc.write(rem_addr, timespec(0))
         return Ret(0)
     return Block(lambda: None, max(duration_ns, 0), fired, what)
 
 
 @handles("nanosleep")
 def sys_nanosleep(call):
-    node, args = call.node, call.args
-    ns = read_timespec(node, args[0])
+    proc, args = call.proc, call.args
+    ns = read_timespec(proc, args[0])
     if ns is None:
         return Err(errno.EINVAL)
-    return sleep_block(node, ns, args[1], "nanosleep")
+    return sleep_block(proc, ns, args[1], "nanosleep")
 
 
 @handles("clock_nanosleep")
 def sys_clock_nanosleep(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     clk, flags = signed(args[0]), args[1]
-    ns = read_timespec(node, args[2])
-    now = clock_value(node, clk)
+    ns = read_timespec(proc, args[2])
+    now = clock_value(proc, clk)
     if ns is None or now is None:
         return Err(errno.EINVAL)
     if flags & TIMER_ABSTIME:
         ns = ns - now
-    block = sleep_block(node, ns, 0 if flags & TIMER_ABSTIME else args[3], "clock_nanosleep")
+    block = sleep_block(proc, ns, 0 if flags & TIMER_ABSTIME else args[3], "clock_nanosleep")
     return block
 
 
 @handles("getrandom")
 def sys_getrandom(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     n = min(args[1], 1 << 20)
-    if not node.write(args[0], node.random_bytes(n)):
+    if not proc.write(args[0], proc.node.random_bytes(n)):
         return Err(errno.EFAULT)
     return Ret(n)
 
 
 
-def _uuid(node) -> bytes:
-    b = bytearray(node.random_bytes(16))
+def _uuid(proc) -> bytes:
+    b = bytearray(proc.node.random_bytes(16))
     b[6], b[8] = (b[6] & 0x0F) | 0x40, (b[8] & 0x3F) | 0x80      # version 4, RFC 4122
     h = b.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}\n".encode()
@@ -106,8 +106,8 @@ def _uuid(node) -> bytes:
 # of the file. boot_id is one fixed value (it differs between machines).
 URANDOM_BYTES = 65536
 RANDOM_FILES = {
-    b"/dev/urandom": lambda node: node.random_bytes(URANDOM_BYTES),
-    b"/dev/random": lambda node: node.random_bytes(URANDOM_BYTES),
+    b"/dev/urandom": lambda proc: proc.node.random_bytes(URANDOM_BYTES),
+    b"/dev/random": lambda proc: proc.node.random_bytes(URANDOM_BYTES),
     b"/proc/sys/kernel/random/uuid": _uuid,
-    b"/proc/sys/kernel/random/boot_id": lambda node: b"c3c3c3c3-0000-4000-8000-00000000c3c3\n",
+    b"/proc/sys/kernel/random/boot_id": lambda proc: b"c3c3c3c3-0000-4000-8000-00000000c3c3\n",
 }

@@ -37,10 +37,10 @@ EPOLLONESHOT, EPOLLET = 1 << 30, 1 << 31
 EPOLL_CLOEXEC = 0o2000000
 
 
-def real_revents(node, fd: int, events: int) -> int:
+def real_revents(proc, fd: int, events: int) -> int:
     """What the real kernel says about one of the node's real descriptors, now."""
     try:
-        copy = _native.getfd(node.pid, fd)
+        copy = _native.getfd(proc.pid, fd)
     except OSError:
         return POLLNVAL
     try:
@@ -53,10 +53,10 @@ def real_revents(node, fd: int, events: int) -> int:
 
 
 # -- poll, ppoll ---------------------------------------------------------------------
-def _poll(node, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
+def _poll(proc, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
     if nfds > 4096:
         return Err(errno.EINVAL)
-    raw = node.read(fds_addr, POLLFD.size * nfds) if nfds else b""
+    raw = proc.read(fds_addr, POLLFD.size * nfds) if nfds else b""
     if raw is None or len(raw) != POLLFD.size * nfds:
         return Err(errno.EFAULT)
     entries = [POLLFD.unpack_from(raw, POLLFD.size * i) for i in range(nfds)]
@@ -69,10 +69,10 @@ def _poll(node, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
         for i, (fd, events, _) in enumerate(entries):
             rev = 0
             if fd >= VFD_BASE:
-                sock = get_sock(node, fd)
+                sock = get_sock(proc, fd)
                 rev = POLLNVAL if sock is None else readiness(sock) & (events | POLLERR | POLLHUP)
             elif fd >= 0:
-                rev = real_revents(node, fd, events & 0xFFFF)
+                rev = real_revents(proc, fd, events & 0xFFFF)
             struct.pack_into("<h", out, POLLFD.size * i + 6, rev)
             count += bool(rev)
         return count, out
@@ -81,33 +81,33 @@ def _poll(node, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
         count, out = scan()
         if count == 0:
             return None
-        return Ret(count) if node.write(fds_addr, bytes(out)) else Err(errno.EFAULT)
+        return Ret(count) if proc.write(fds_addr, bytes(out)) else Err(errno.EFAULT)
 
     def fired():
         _, out = scan()
-        node.write(fds_addr, bytes(out))
+        proc.write(fds_addr, bytes(out))
         return Ret(0)
     return Block(attempt, timeout_ns, fired, what)
 
 
 @handles("poll")
 def sys_poll(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     ms = fd_arg(args[2])
-    return _poll(node, args[0], args[1], None if ms < 0 else ms * 10**6, "poll")
+    return _poll(proc, args[0], args[1], None if ms < 0 else ms * 10**6, "poll")
 
 
 @handles("ppoll")
 def sys_ppoll(call):
-    node, args = call.node, call.args
-    timeout = read_timespec(node, args[2]) if args[2] else None
+    proc, args = call.proc, call.args
+    timeout = read_timespec(proc, args[2]) if args[2] else None
     if args[2] and timeout is None:
         return Err(errno.EINVAL)
-    return _poll(node, args[0], args[1], timeout, "ppoll")
+    return _poll(proc, args[0], args[1], timeout, "ppoll")
 
 
 # -- select, pselect6 ----------------------------------------------------------------
-def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_timeout, what):
+def _select(proc, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_timeout, what):
     if nfds < 0 or nfds > 1024:
         return Err(errno.EINVAL)
     nbytes = (nfds + 63) // 64 * 8
@@ -116,7 +116,7 @@ def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
         if not addr:
             sets.append(None)
             continue
-        raw = node.read(addr, nbytes)
+        raw = proc.read(addr, nbytes)
         if raw is None or len(raw) != nbytes:
             return Err(errno.EFAULT)
         sets.append(int.from_bytes(raw, "little"))
@@ -130,12 +130,12 @@ def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
         count = 0
         for fd in wanted:
             if fd >= VFD_BASE:
-                sock = get_sock(node, fd)
+                sock = get_sock(proc, fd)
                 if sock is None:
                     return None, Err(errno.EBADF)
                 rev = readiness(sock)
             else:
-                rev = real_revents(node, fd, POLLIN | POLLOUT | POLLPRI)
+                rev = real_revents(proc, fd, POLLIN | POLLOUT | POLLPRI)
                 if rev & POLLNVAL:
                     return None, Err(errno.EBADF)
             for i, s in enumerate(sets):
@@ -147,7 +147,7 @@ def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
     def write_sets(result):
         for addr, value in zip((rset, wset, xset), result):
             if addr and value is not None:
-                node.write(addr, value.to_bytes(nbytes, "little"))
+                proc.write(addr, value.to_bytes(nbytes, "little"))
 
     def attempt():
         count, result = scan()
@@ -167,10 +167,10 @@ def _select(node, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
 
 @handles("select")
 def sys_select(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     timeout = None
     if args[4]:
-        raw = node.read(args[4], 16)
+        raw = proc.read(args[4], 16)
         if raw is None or len(raw) != 16:
             return Err(errno.EFAULT)
         sec, usec = struct.unpack("<qq", raw)
@@ -180,21 +180,21 @@ def sys_select(call):
 
     def zero_timeout():      # Linux leaves the time not slept in *timeout
         if args[4]:
-            node.write(args[4], bytes(16))
-    return _select(node, fd_arg(args[0]), args[1], args[2], args[3], timeout, zero_timeout,
+            proc.write(args[4], bytes(16))
+    return _select(proc, fd_arg(args[0]), args[1], args[2], args[3], timeout, zero_timeout,
                    "select")
 
 
 @handles("pselect6")
 def sys_pselect6(call):
-    node, args = call.node, call.args
-    timeout = read_timespec(node, args[4]) if args[4] else None
+    proc, args = call.proc, call.args
+    timeout = read_timespec(proc, args[4]) if args[4] else None
     if args[4] and timeout is None:
         return Err(errno.EINVAL)
     def zero_timeout():      # the syscall leaves the time not slept in *timeout
         if args[4]:
-            node.write(args[4], bytes(16))
-    return _select(node, fd_arg(args[0]), args[1], args[2], args[3], timeout, zero_timeout,
+            proc.write(args[4], bytes(16))
+    return _select(proc, fd_arg(args[0]), args[1], args[2], args[3], timeout, zero_timeout,
                    "pselect6")
 
 
@@ -213,7 +213,7 @@ class Registration:
 
 @handles("epoll_create", "epoll_create1")
 def sys_epoll_create(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     flags = args[0] if call.nr == NR["epoll_create1"] else 0
     if call.nr == NR["epoll_create"] and fd_arg(args[0]) <= 0:
         return Err(errno.EINVAL)
@@ -221,28 +221,28 @@ def sys_epoll_create(call):
         return Err(errno.EINVAL)
     ep = select.epoll()
     try:
-        fd = _native.addfd(node.listener, call.id, ep.fileno(),
+        fd = _native.addfd(call.listener, call.id, ep.fileno(),
                            cloexec=bool(flags & EPOLL_CLOEXEC))
     except OSError as e:
         return Err(e.errno)
     finally:
         ep.close()
-    node.epolls[fd] = {}
+    proc.epolls[fd] = {}
     return ANSWERED
 
 
 @handles("epoll_ctl")
 def sys_epoll_ctl(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     epfd, op, fd = fd_arg(args[0]), fd_arg(args[1]), fd_arg(args[2])
-    regs = node.epolls.get(epfd)
-    sock = get_sock(node, fd)
+    regs = proc.epolls.get(epfd)
+    sock = get_sock(proc, fd)
     if regs is None:
         return Err(errno.EBADF if epfd >= VFD_BASE else errno.EINVAL)
     if sock is None:
         return Err(errno.EBADF)
     if op in (EPOLL_CTL_ADD, EPOLL_CTL_MOD):
-        raw = node.read(args[3], EPOLL_EVENT.size)
+        raw = proc.read(args[3], EPOLL_EVENT.size)
         if raw is None or len(raw) != EPOLL_EVENT.size:
             return Err(errno.EFAULT)
         events, data = EPOLL_EVENT.unpack(raw)
@@ -264,9 +264,9 @@ def sys_epoll_ctl(call):
     return Ret(0)
 
 
-def _epoll_wait(node, epfd: int, events_addr: int, maxevents: int, timeout_ns, what: str):
-    regs = node.epolls.get(epfd)
-    if not regs and (timeout_ns is None or epfd not in node.epolls):
+def _epoll_wait(proc, epfd: int, events_addr: int, maxevents: int, timeout_ns, what: str):
+    regs = proc.epolls.get(epfd)
+    if not regs and (timeout_ns is None or epfd not in proc.epolls):
         return CONTINUE          # nothing virtual in it, no timeout: the real epoll waits
     regs = regs or {}
     if maxevents <= 0:
@@ -292,7 +292,7 @@ def _epoll_wait(node, epfd: int, events_addr: int, maxevents: int, timeout_ns, w
             if len(out) == maxevents:
                 return out
         try:
-            copy = _native.getfd(node.pid, epfd)
+            copy = _native.getfd(proc.pid, epfd)
         except OSError:
             return out
         try:
@@ -306,22 +306,22 @@ def _epoll_wait(node, epfd: int, events_addr: int, maxevents: int, timeout_ns, w
         if not ready:
             return None
         data = b"".join(EPOLL_EVENT.pack(ev, d) for ev, d in ready)
-        return Ret(len(ready)) if node.write(events_addr, data) else Err(errno.EFAULT)
+        return Ret(len(ready)) if proc.write(events_addr, data) else Err(errno.EFAULT)
     return Block(attempt, timeout_ns, lambda: Ret(0), what)
 
 
 @handles("epoll_wait", "epoll_pwait")
 def sys_epoll_wait(call):
-    node, args = call.node, call.args
+    proc, args = call.proc, call.args
     ms = fd_arg(args[3])
-    return _epoll_wait(node, fd_arg(args[0]), args[1], fd_arg(args[2]),
+    return _epoll_wait(proc, fd_arg(args[0]), args[1], fd_arg(args[2]),
                        None if ms < 0 else ms * 10**6, "epoll_wait")
 
 
 @handles("epoll_pwait2")
 def sys_epoll_pwait2(call):
-    node, args = call.node, call.args
-    timeout = read_timespec(node, args[3]) if args[3] else None
+    proc, args = call.proc, call.args
+    timeout = read_timespec(proc, args[3]) if args[3] else None
     if args[3] and timeout is None:
         return Err(errno.EINVAL)
-    return _epoll_wait(node, fd_arg(args[0]), args[1], fd_arg(args[2]), timeout, "epoll_pwait2")
+    return _epoll_wait(proc, fd_arg(args[0]), args[1], fd_arg(args[2]), timeout, "epoll_pwait2")

@@ -46,7 +46,7 @@ from ..linux import _native, procfs
 from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
-from .node import Tap
+from .tasks import Tap
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).
@@ -70,7 +70,7 @@ class ForkFailed(EngineError):
 # sockets: a closure is pickled as its code (kept in _CODES, this process only)
 # and its cells, so that the copy's closures point into the copied world, and two
 # closures sharing a cell still share it. The spec is shared; a node is copied
-# without its process (Node.__getstate__).
+# without its processes' poller (Tasks.__getstate__).
 _CODES: dict[int, tuple] = {}
 
 
@@ -148,7 +148,7 @@ def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
     flags, pos, cloexec) or ("epoll", fd, cloexec), for a node `forkable` let be lent.
     Raises NotForkable."""
-    pid, cwd = node.pid, node.cwd
+    pid, cwd = node.tasks.pid, node.cwd
     try:
         for path in procfs.mapped_paths(pid):
             if path.startswith((cwd + "/", cwd + ".shm/", "/SYSV")):
@@ -190,7 +190,7 @@ def fd_plan(node) -> list[tuple]:
 def home_address(node) -> int | None:
     """Where, in node's memory, the value of HOME=<its directory> lies (the
     environment block the kernel set up at exec), or None."""
-    env = procfs.environment(node.pid)
+    env = procfs.environment(node.tasks.pid)
     if env is None:
         return None
     env_start, block = env
@@ -210,13 +210,13 @@ def _move_home(node, address: int | None) -> None:
 
 def _replace_fds(node, plan, old_cwd: str) -> None:
     """Give the copy its own open file descriptions, held call pending."""
-    nid = node.pending[0].id
+    nid = node.tasks.pending[0].id
     for item in plan:
         if item[0] == "epoll":
             _, fd, cloexec = item
             ep = select.epoll()
             try:
-                _native.place_fd(node.listener, nid, ep.fileno(), fd, cloexec)
+                _native.place_fd(node.tasks.listener, nid, ep.fileno(), fd, cloexec)
             finally:
                 ep.close()
             continue
@@ -227,7 +227,7 @@ def _replace_fds(node, plan, old_cwd: str) -> None:
         try:
             if pos and not flags & os.O_PATH:
                 os.lseek(src, pos, os.SEEK_SET)
-            _native.place_fd(node.listener, nid, src, fd, cloexec)
+            _native.place_fd(node.tasks.listener, nid, src, fd, cloexec)
         finally:
             os.close(src)
 
@@ -291,9 +291,9 @@ class Lease:
     through a path a copy kept to it (`check`)."""
 
     def __init__(self, node):
-        self.pid = node.pid if node.alive else 0
-        self.tap = node.tap if node.alive else None
-        held = node.pending
+        self.pid = node.tasks.pid if node.alive else 0
+        self.tap = node.tasks.tap if node.alive else None
+        held = node.tasks.pending
         self.notif = held[0] if held is not None else None   # one thread held
         self.cwd = node.cwd
         self.root = node.root
@@ -319,7 +319,7 @@ class Lease:
             node.lease = None
             node.root = self.root
             if node.alive:
-                node._take_over(self.notif)
+                node.take_over(self.notif)
             return
         world = node.cluster.roots.make()
         cwd = os.path.join(world, "nodes", os.path.basename(self.cwd))
@@ -345,7 +345,7 @@ class Lease:
         node.root = world
         hold_root(world)
         if not fork:
-            node._forget_lent()
+            node.let_go()
             return
         held = self.notif
         with interrupts_held():               # no process started and not recorded
@@ -354,12 +354,12 @@ class Lease:
             except OSError as e:
                 self.spoilt = (f"fork of node {node.name} (pid {self.pid}) failed: "
                                 f"{e.strerror}")
-                node._forget_lent()
+                node.let_go()
                 raise ForkFailed(self.spoilt) from None
-            node._attach(child, self.tap)
+            node.adopt(child, self.tap)
         try:
             self.notif = _again(self.tap, self.pid, held, node.name)   # the original's
-            node.rebind(_again(self.tap, child, held, node.name))
+            node.tasks.rebind(_again(self.tap, child, held, node.name))
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
@@ -375,7 +375,7 @@ class Lease:
         if self.users == 0:
             node.root = self.root
             return True
-        node._forget_lent()
+        node.let_go()
         return False
 
 
@@ -385,11 +385,7 @@ def lend(node) -> Lease:
     if node.lease is None:
         node.lease = Lease(node)
         node.root = None                 # the lease holds it
-        for proc in node.procs.values():
-            if proc.pidfd >= 0:
-                os.close(proc.pidfd)
-                proc.pidfd = -1
-        node._poller = None
+        node.tasks.unwatch()
     return node.lease
 
 
@@ -398,9 +394,9 @@ def forkable(node) -> None:
     Raises NotForkable."""
     if not node.alive:
         return
-    if len(node.threads) > 1 or node.next_thread > 1 or node.next_proc > 1:
+    if len(node.tasks.threads) > 1 or node.tasks.next_thread > 1 or node.tasks.next_proc > 1:
         raise NotForkable(f"node {node.name} has had threads or processes")
-    if node.pending is None:
+    if node.tasks.pending is None:
         raise NotForkable(f"node {node.name} is not held in a blocked call")
 
 

@@ -1,16 +1,15 @@
-"""A node: one program under check, its processes, and what cmc keeps for it:
-launching it, killing and reaping every process of it, its logical clocks and random
-stream, the state it writes on fd 3 and fd 193. Running it -- its threads and
-processes one at a time, until it is quiescent -- is tasks.py.
+"""A node: one program under check and what cmc keeps for it -- launching it, its
+logical clocks and random stream, the state it writes on fd 3 and fd 193, its disk
+model -- and, as a part it holds (`tasks`, one per incarnation), its processes and
+threads and the loop that runs them one at a time until the node is quiescent
+(scheduler.py). A copy of a world lends the node's processes to both worlds
+(fork.py): `take_over`, `adopt` and `let_go` are how a lease hands them over.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import select
-import signal
-import time
 
 from ...errors import TargetError, UnsupportedMachine
 from ...interrupts import interrupts_held
@@ -18,8 +17,8 @@ from ..linux import _native
 from ..linux.abi import VFD_BASE
 from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
-from .tasks import COUNTERS, Tasks, reap_orphans
-from .threads import Futexes, Process, Thread
+from .scheduler import COUNTERS, Scheduler
+from .tasks import Tap
 
 # SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
 REALTIME_START_NS = 1767225600 * 10**9
@@ -64,47 +63,7 @@ def det_pad(shift: int) -> str:
 
 
 
-class Tap:
-    """A seccomp listener. A node's copies made by --fast (cmc/kernel/fork.py) share
-    the listener of the process they were forked from, so it is closed when its
-    last process is gone, and a notification is taken for the process it came
-    from (`pids`: every process on it; `stash`: notifications taken early)."""
-
-    def __init__(self, fd: int, pid: int):
-        self.fd = fd
-        self.pids = {pid}
-        self.stash: dict[int, object] = {}
-
-    def release(self, pid: int) -> None:
-        self.pids.discard(pid)
-        self.stash.pop(pid, None)
-        if not self.pids and self.fd >= 0:
-            fd, self.fd = self.fd, -1      # forgotten first: never closed twice
-            os.close(fd)
-
-    def recv_for(self, pid: int, timeout_s: float):
-        """The next notification of process pid, within timeout_s, else None."""
-        if pid in self.stash:
-            return self.stash.pop(pid)
-        deadline = time.monotonic() + timeout_s
-        p = select.poll()
-        p.register(self.fd, select.POLLIN)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not p.poll(int(left * 1000) + 1):
-                return None
-            try:
-                n = _native.recv(self.fd)
-            except OSError:
-                return None
-            if n is None:
-                continue
-            if n.pid == pid:
-                return n
-            self.stash[n.pid] = n
-
-
-class Node(Tasks):
+class Node:
     def __init__(self, cluster, index: int, name: str, argv: list[str], cwd: str):
         self.cluster = cluster
         self.index = index
@@ -118,10 +77,6 @@ class Node(Tasks):
         self.history: list = []        # input history (SPEC §3), for nodes without fd-3 state
         self.durable = None
         self.disk = Disk(cluster.spec.disk, cwd)   # its files' page cache (disk.py)
-        self.pid = 0
-        self.listener = -1
-        self.tap: Tap | None = None
-        self.alive = False
         # Copying (fork.py): the Lease this record shares the node's processes and
         # directory by, else None; `root`, the world root its own directory is in.
         self.lease = None
@@ -133,38 +88,12 @@ class Node(Tasks):
         self.volatile = None
         self.volatile_emitted = False
         self.bufs = {3: bytearray(), 193: bytearray()}
-        # pid -> Process (threads.py), in creation order (0: the launched program);
-        # each has its descriptor table, epoll instances, futex queues and limit.
-        self.procs: dict[int, Process] = {}
-        self.next_proc = 0             # the index of the next process seen
-        self.forking = None            # (Process, tid) that forked, the child not seen yet
-        self.reapable: list[int] = []  # pids of processes gone that cmc may have to reap
-        self.ends = 0                  # processes of the node that ended (tasks.py)
-        self.pgid = 0                  # the node's process group: all its processes
-        self.shared_futexes = Futexes()  # futexes not private to one process
-        # tid -> Thread (threads.py), in creation order: a thread is added when first
-        # seen, with the next index, and never moved.
-        self.threads: dict[int, Thread] = {}
-        self.next_thread = 0           # the index of the next thread seen
-        self.clones = 0                # threads created and not yet seen
-        self.clone_parent = 0          # the tid that created the last one
-        self.clone_ctid = 0            # its CLONE_CHILD_CLEARTID address
-        self._yields = 0               # sched_yield calls, to order those who gave way
+        self.tasks = Scheduler(self)   # its processes and threads, and running them
         self.next_ino = 0              # st_ino of the next virtual socket
-        self.moved = None              # bytes the current call moved (for the call log)
         self.random_offset = 0
         self.exec_count = 0
 
     nofile_start = NOFILE_START
-
-    @property
-    def main(self) -> Process | None:
-        """The process cmc launched (or, after it exited, the oldest left)."""
-        return next(iter(self.procs.values()), None)
-
-    def process(self, tid: int) -> Process:
-        """The process thread tid belongs to."""
-        return self.threads[tid].proc
 
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
@@ -193,17 +122,19 @@ class Node(Tasks):
                         f"cannot start node {self.name} under the seccomp filter: "
                         f"{e.strerror} (cmc needs Linux >= 5.9 with seccomp user "
                         "notification)") from None
-                self._attach(pid, Tap(listener, pid))
+                self.tasks.attach(pid, Tap(listener, pid))
         COUNTERS["launches"] += 1
-        self.run(None)        # answers the first execve: only then may keepalive go
+        self.tasks.run(None)  # answers the first execve: only then may keepalive go
         del keepalive
 
-    def __getstate__(self) -> dict:
-        """A copy of a node's record (fork.py) shares the process with the original
-        by a lease: without a poller of its own (`_take_over`, `_attach` make one)."""
-        state = dict(self.__dict__)
-        state.pop("_poller", None)
-        return state
+    @property
+    def alive(self) -> bool:
+        """Whether a process of the node runs (it was launched and has not ended)."""
+        return self.tasks.alive
+
+    def kill(self) -> None:
+        """SIGKILL every process of the node (a CRASH, or cleanup) and reap them."""
+        self.tasks.kill()
 
     def own(self, keep_process: bool = True) -> None:
         """Before the node runs, crashes or starts again here: take it from the
@@ -211,127 +142,29 @@ class Node(Tasks):
         if self.lease is not None:
             self.lease.take(self, keep_process)
 
-    def _take_over(self, notif) -> None:
-        """The lease's processes are this record's now (Lease.take): watch their ends;
-        `notif`: the one thread's held call as it now is (a fork moves it)."""
-        self._poller = select.poll()
-        self._poller.register(self.listener, select.POLLIN)
-        for proc in self.procs.values():
-            proc.pidfd = os.pidfd_open(proc.pid)
-            self._poller.register(proc.pidfd, select.POLLIN)
-        if notif is not None:
-            self.rebind(notif)
-
-    def _forget_lent(self) -> None:
-        """The lease's processes stay with the worlds still using it: this record
-        has none (it is closed, or the node crashes here)."""
-        self.pid = self.pgid = 0
-        self.tap = None
-        self.listener = -1
-        self.alive = False
-        self.procs = {}
-        self.threads = {}
-
     def give_back(self) -> bool:
         """Closing: True when the node's processes are this record's to end (its own,
         or a lease of which it was the last user)."""
         return self.lease is None or self.lease.give_back(self)
 
-    def _attach(self, pid: int, tap: Tap) -> None:
-        """Take process pid, on listener tap, as this node's process. Its end is
-        seen on a pidfd: a listener shared with copies hangs up only when all
-        of them are gone."""
-        self.pid = self.pgid = pid
-        self.tap = tap
-        self.listener = tap.fd
-        tap.pids.add(pid)
-        _native.guard_watch(pid)
-        self.alive = True
-        proc = self.main                               # a copy's: the original's
-        if proc is None:
-            proc = Process(self, 0, pid)
-            self.next_proc = 1
-        proc.pid = pid
-        proc.pidfd = os.pidfd_open(pid)
-        self.procs = {pid: proc}
-        main = next(iter(self.threads.values()), None)
-        if main is None:
-            main = Thread(0, pid, proc)
-            self.next_thread = 1
-        main.tid, main.proc = pid, proc
-        self.threads = {pid: main}
-        self._poller = select.poll()
-        self._poller.register(self.listener, select.POLLIN)
-        self._poller.register(proc.pidfd, select.POLLIN)
+    # -- how a lease (fork.py) hands the node's processes over ----------------------
+    def take_over(self, notif) -> None:
+        """The lent processes are this record's now, as they are (the lease's last
+        user); `notif`: the one thread's held call as it now is, or None."""
+        self.tasks.take_over(notif)
 
-    def _detach(self) -> None:
-        """Forget every process of the node (they are gone)."""
-        for proc in list(self.procs.values()):
-            self._forget(proc)
-        if self.pgid:
-            _native.guard_forget(self.pgid)
-        self.tap = None
-        self.pid = self.pgid = 0
-        self.listener = -1
-        self.alive = False
-        self.threads = {}
+    def adopt(self, pid: int, tap: Tap) -> None:
+        """Process pid, a fork of the lent one on the same listener, is this record's."""
+        self.tasks.attach(pid, tap)
 
-    def _forget(self, proc: Process) -> None:
-        """Process proc is gone: its threads, its listener reference and its pidfd."""
-        self.procs.pop(proc.pid, None)
-        for t in [t for t in self.threads.values() if t.proc is proc]:
-            del self.threads[t.tid]
-        if self.tap is not None:
-            self.tap.release(proc.pid)
-        if proc.pidfd >= 0:
-            fd, proc.pidfd = proc.pidfd, -1
-            try:
-                self._poller.unregister(fd)
-            except (KeyError, AttributeError):
-                pass
-            os.close(fd)
-
-    def kill(self) -> None:
-        """SIGKILL every process of the node (a CRASH, or cleanup) and reap them:
-        whole, an interrupt waits until it is done (cmc/interrupts.py)."""
-        with interrupts_held():
-            self.send_kill()
-            self.reap()
-
-    def send_kill(self) -> None:
-        """SIGKILL the node's process group (every process of it), without waiting
-        for their end."""
-        if self.pgid:
-            try:
-                os.killpg(self.pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in self.procs:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-    def reap(self) -> None:
-        """Wait for the end of every process of the node: the launched one is cmc's
-        child; the others become cmc's once their parents are gone (cmc is their
-        subreaper), and cmc reaps those too."""
-        if self.pid:
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
-        others = [p for p in self.procs if p != self.pid] + self.reapable
-        self.reapable = []
-        self._detach()
-        reap_orphans(others, self.cluster.watchdog_s)
+    def let_go(self) -> None:
+        """The lent processes stay with the worlds still using them: this record has
+        none (its world is closed, or the node crashes in it)."""
+        self.tasks.let_go()
 
     # -- memory (of the launched process; a handler's is its caller's) -----------
-    def read(self, addr: int, length: int) -> bytes | None:
-        return self.main.read(addr, length)
-
     def write(self, addr: int, data: bytes) -> bool:
-        return self.main.write(addr, data)
+        return self.tasks.main.write(addr, data)
 
     # -- logical time and randomness -----------------------------------------
     def realtime_ns(self) -> int:

@@ -1,34 +1,13 @@
-"""Running a node: every thread of every process of it, one at a time.
+"""A node's processes and threads as cmc tracks them: who they are, finding the new
+ones (a clone, a fork), forgetting those gone, ending them all, and naming them in
+messages. The loop that runs them is the scheduler (scheduler.py), which is this
+table with the notification loop on top; a node holds one (`Node.tasks`) per
+incarnation.
 
-The process runs until it makes a notified call. `Node.run` answers calls that can
-complete at once and stops at the first one that cannot: the node is then
-*quiescent*, holding one pending notification that an environment action (a
-delivery, a timeout firing, a reset) may complete later. A node whose process
-has exited is quiescent too.
-
-How the notification loop works, and why (`run`, `_next_notification`, `_answer`):
-
-- *One listener, several processes.* A node's seccomp listener belongs to the
-  filter, and a process forked from the node (a --fast copy, fork.py) runs under the
-  same filter: its calls arrive on the same listener. So a notification is taken for
-  the process it came from (`Notification.pid`); one of another process on the
-  listener is put aside in the `Tap`'s stash, and that process takes it from there
-  when it runs. The listener is closed when its last process is gone.
-- *The end of a process is seen on a pidfd,* not on the listener: the listener hangs
-  up (POLLHUP) only when every process under the filter has exited, which for a node
-  with copies may be never while the node is long dead. Both are polled together,
-  with the watchdog as the only timeout: a node that neither blocks nor exits within
-  it is a target error, never a hang.
-- *An answer to a target that is gone* fails with ENOENT: it was killed (with
-  WAIT_KILLABLE_RECV a non-fatal signal waits for the answer instead of withdrawing
-  the call, so a call is not re-issued behind cmc's back). `_answer` reports that as
-  False and the loop collects the exit.
-- *CONTINUE* lets the call run natively in the target (a file, a pipe, the exec
-  that `calls.sys_execve` traces). Most opens never reach this loop: the C helper
-  answers them with CONTINUE itself (filter.PASS_OPEN).
-- *A call that cannot complete* is held: its notification stays unanswered, which
-  keeps the target frozen inside the call until an environment action lets the
-  handler's `attempt` complete it (`try_wake`) or its timeout fires (`fire`).
+A node's processes are watched on pidfds (`_poller`, with the seccomp listener): a
+copy of a world shares the lent processes until it runs them (fork.py), and then
+`take_over` (the last user: as they are) or `adopt` (a fork of them) makes them this
+record's; `let_go`, when the record gives them up to the worlds still using them.
 """
 from __future__ import annotations
 
@@ -37,156 +16,216 @@ import select
 import signal
 import time
 
-from ...errors import TargetError
-from ..linux import _native, procfs
-from ..calls.answer import ANSWERED, CONTINUE, Block, Err
-from ..calls.calllog import render
+from ...interrupts import interrupts_held
 from ..calls.handler import fd_arg
-from ..world.net import fmt_addr
+from ..linux import _native, procfs
+from ..linux.procfs import task_state
 from ..linux.syscalls_x86_64 import NAME, NR
-from ..linux.procfs import task_children, task_ids, task_state
-from .threads import NATIVE_WAITS, Process, Thread
+from ..world.net import fmt_addr
+from .threads import NATIVE_WAITS, Futexes, Process, Thread
 
-# What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
-# signal handler, ERESTARTSYS is EINTR unless SA_RESTART (then the call is made again);
-# ERESTARTNOHAND is EINTR; with no handler run, either is made again.
-ERESTARTSYS, ERESTARTNOHAND = 512, 514
-NO_RESTART = frozenset(("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait",
-                        "epoll_pwait2", "nanosleep", "clock_nanosleep", "pause"))
-VFORKS = frozenset((NR["vfork"], NR["clone"], NR["clone3"]))
-WAITS_FOR_CHILD = frozenset((NR["wait4"], NR["waitid"]))
 
-# Totals for benchmarks (experiments/bench.py): launches and notifications answered.
-COUNTERS = {"launches": 0, "notifications": 0}
+class Tap:
+    """A seccomp listener. A node's copies made by --fast (cmc/kernel/fork.py) share
+    the listener of the process they were forked from, so it is closed when its
+    last process is gone, and a notification is taken for the process it came
+    from (`pids`: every process on it; `stash`: notifications taken early)."""
+
+    def __init__(self, fd: int, pid: int):
+        self.fd = fd
+        self.pids = {pid}
+        self.stash: dict[int, object] = {}
+
+    def release(self, pid: int) -> None:
+        self.pids.discard(pid)
+        self.stash.pop(pid, None)
+        if not self.pids and self.fd >= 0:
+            fd, self.fd = self.fd, -1      # forgotten first: never closed twice
+            os.close(fd)
+
+    def recv_for(self, pid: int, timeout_s: float):
+        """The next notification of process pid, within timeout_s, else None."""
+        if pid in self.stash:
+            return self.stash.pop(pid)
+        deadline = time.monotonic() + timeout_s
+        p = select.poll()
+        p.register(self.fd, select.POLLIN)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not p.poll(int(left * 1000) + 1):
+                return None
+            try:
+                n = _native.recv(self.fd)
+            except OSError:
+                return None
+            if n is None:
+                continue
+            if n.pid == pid:
+                return n
+            self.stash[n.pid] = n
 
 
 class Tasks:
-    """What Node (node.py) runs its tasks with: the notification loop, finding new
-    threads and processes, their ends, signals for held calls."""
+    """The processes and threads of one incarnation of a node (`node`)."""
 
-    def run(self, outcome) -> None:
-        """Answer a held call (`outcome`: (thread, result), or None) and run the
-        node, one thread at a time, until no thread can run: each is held in a call
-        that cannot complete yet, natively blocked or gone (the node is quiescent),
-        or the process has exited."""
-        # The watchdog is real time per step: a node that keeps making calls that
-        # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
-        self._deadline = time.monotonic() + self.cluster.watchdog_s
-        self.own()                      # a process lent to other worlds is forked first
-        while True:
-            if not self.alive:
-                return
-            if outcome is not None and not self._resume(*outcome):
-                return
-            if not self._gather():
-                return
-            outcome = self._runnable(outcome[0] if outcome is not None else None)
-            if outcome is None:
-                return
+    def __init__(self, node):
+        self.node = node
+        self.pid = 0                   # the launched process (0: none, or it exited)
+        self.pgid = 0                  # the node's process group: all its processes
+        self.listener = -1
+        self.tap = None                # the Tap (node.py) its processes' calls come on
+        self.alive = False
+        # pid -> Process (threads.py), in creation order (0: the launched program);
+        # each has its descriptor table, epoll instances, futex queues and limit.
+        self.procs: dict[int, Process] = {}
+        self.next_proc = 0             # the index of the next process seen
+        self.forking = None            # (Process, tid) that forked, the child not seen yet
+        self.reapable: list[int] = []  # pids of processes gone that cmc may have to reap
+        self.ends = 0                  # processes of the node that ended
+        self.shared_futexes = Futexes()  # futexes not private to one process
+        # tid -> Thread (threads.py), in creation order: a thread is added when first
+        # seen, with the next index, and never moved.
+        self.threads: dict[int, Thread] = {}
+        self.next_thread = 0           # the index of the next thread seen
+        self.clones = 0                # threads created and not yet seen
+        self.clone_parent = 0          # the tid that created the last one
+        self.clone_ctid = 0            # its CLONE_CHILD_CLEARTID address
+        self._yields = 0               # sched_yield calls, to order those who gave way
+        self._poller = None
 
-    def _resume(self, thread: Thread, result) -> bool:
-        """Answer thread's held call: it runs. False: the process is gone."""
-        notif = thread.notif
-        thread.notif = thread.block = None
-        thread.yielded = 0
-        if result is ANSWERED or self._answer(notif, result):
-            return True
-        return self._gone(thread.proc, wait=True)
+    def __getstate__(self) -> dict:
+        """A copy of a node's record (fork.py) shares the processes with the original
+        by a lease: without a poller of its own (`take_over`, `adopt` make one)."""
+        state = dict(self.__dict__)
+        state["_poller"] = None
+        return state
 
-    def _gather(self) -> bool:
-        """Wait until no thread of the node is running: each is held (cmc has its
-        next call), natively blocked or gone, as the kernel shows them. A node of
-        one thread simply waits for its next call. False: the process exited."""
-        rounds = 0
-        while True:
-            if not self.alive:
-                return False
-            # Not held: each is looked at in the kernel, but for a parent asleep in
-            # wait4 when no process of the node has ended since it was seen there:
-            # only a child's end wakes it (a shell over the program it runs).
-            loose = [t for t in self.threads.values() if t.notif is None and not self._parked(t)]
-            ends = self.ends
-            creating = self.clones or self.forking is not None
-            if not loose and not creating:
-                if self.next_proc > 1 and self._interrupt():
-                    continue
-                return True
-            # One thread in all that is neither held nor parked: wait for its next call
-            # (or its end); else look at the kernel between short waits.
-            single = not creating and len(loose) == 1 and all(
-                t.notif is None for t in self.threads.values())
-            notif = self._next_notification(None if single else min(1 << rounds, 4) - 1)
-            if notif is False:
-                return False
-            if notif is not None:
-                self._arrive(notif)
-                continue
-            if self.ends != ends:
-                continue                 # a process ended: who is loose is to be seen again
-            rounds += 1
-            if not self._settled(loose):
-                continue
-            # A thread seen asleep may be asleep in a notified call whose notification
-            # the kernel queued before it slept: look once more, after.
-            notif = self._next_notification(0)
-            if notif is False:
-                return False
-            if notif is None and self.ends != ends:
-                continue
-            if notif is None:
-                if self.next_proc > 1 and self._interrupt():
-                    continue
-                return True
-            self._arrive(notif)
+    def unwatch(self) -> None:
+        """The processes are lent (fork.lend): this record stops watching their ends."""
+        for proc in self.procs.values():
+            if proc.pidfd >= 0:
+                os.close(proc.pidfd)
+                proc.pidfd = -1
+        self._poller = None
 
-    def _settled(self, loose: list[Thread]) -> bool:
-        """Look at the threads not held, in the kernel: find the new one (after a
-        clone), forget those gone; True when none is running."""
-        if self.clones:
-            parent = self.threads.get(self.clone_parent)
-            proc = parent.proc if parent is not None else self.main
-            new = [tid for tid in task_ids(proc.pid) if tid not in self.threads] \
-                if proc is not None else []
-            for tid in new:
-                loose.append(self._add_thread(tid, proc))
-            if not new and (parent is None or parent.notif is not None):
-                self.clones = 0          # the clone failed: no thread came of it
-        if self.forking is not None:
-            proc, tid = self.forking
-            new = [pid for pid in task_children(proc.pid, tid) if pid not in self.procs]
-            for pid in new[:1]:
-                loose.append(self._add_process(pid, proc))
-            parent = self.threads.get(tid)
-            if not new and (parent is None or parent.notif is not None
-                            or _past_fork(proc.pid, tid)):
-                # it failed, or the child is gone already (it exited without a call
-                # cmc sees): counted as a process that came and went, as if seen, so
-                # that the world does not depend on how soon the child ended
-                self.forking = None
-                self.next_proc += 1
-                self.next_thread += 1
-        running = False
-        for t in loose:
-            if t.tid not in self.threads:
-                continue                 # its process is gone
-            state, nr = task_state(t.proc.pid, t.tid)
-            if state in "XZ":
-                self._thread_gone(t)
-            elif state == "D" and t.proc.vforked and nr in VFORKS:
-                t.native = nr            # a vfork's parent: until its child execs or exits
-            elif t.exiting or state != "S" or nr not in NATIVE_WAITS:
-                t.native = None
-                running = True
-            else:
-                t.native, t.native_at = nr, self.ends
-        return not running and not self.clones and self.forking is None
+    @property
+    def main(self) -> Process | None:
+        """The process cmc launched (or, after it exited, the oldest left)."""
+        return next(iter(self.procs.values()), None)
 
-    def _parked(self, t: Thread) -> bool:
-        return t.native in WAITS_FOR_CHILD and t.native_at == self.ends
+    def process(self, tid: int) -> Process:
+        """The process thread tid belongs to."""
+        return self.threads[tid].proc
 
-    def _arrive(self, notif) -> None:
-        t = self.threads.get(notif.pid) or self._new_task(notif.pid)
-        t.notif, t.block, t.native = notif, None, None
+    def take_over(self, notif) -> None:
+        """The lease's processes are this record's now (Lease.take): watch their ends;
+        `notif`: the one thread's held call as it now is (a fork moves it)."""
+        self._poller = select.poll()
+        self._poller.register(self.listener, select.POLLIN)
+        for proc in self.procs.values():
+            proc.pidfd = os.pidfd_open(proc.pid)
+            self._poller.register(proc.pidfd, select.POLLIN)
+        if notif is not None:
+            self.rebind(notif)
+
+    def let_go(self) -> None:
+        """The lease's processes stay with the worlds still using it: this record
+        has none (it is closed, or the node crashes here)."""
+        self.pid = self.pgid = 0
+        self.tap = None
+        self.listener = -1
+        self.alive = False
+        self.procs = {}
+        self.threads = {}
+
+    def attach(self, pid: int, tap: Tap) -> None:
+        """Take process pid, on listener tap, as this node's process. Its end is
+        seen on a pidfd: a listener shared with copies hangs up only when all
+        of them are gone."""
+        self.pid = self.pgid = pid
+        self.tap = tap
+        self.listener = tap.fd
+        tap.pids.add(pid)
+        _native.guard_watch(pid)
+        self.alive = True
+        proc = self.main                               # a copy's: the original's
+        if proc is None:
+            proc = Process(self.node, 0, pid)
+            self.next_proc = 1
+        proc.pid = pid
+        proc.pidfd = os.pidfd_open(pid)
+        self.procs = {pid: proc}
+        main = next(iter(self.threads.values()), None)
+        if main is None:
+            main = Thread(0, pid, proc)
+            self.next_thread = 1
+        main.tid, main.proc = pid, proc
+        self.threads = {pid: main}
+        self._poller = select.poll()
+        self._poller.register(self.listener, select.POLLIN)
+        self._poller.register(proc.pidfd, select.POLLIN)
+
+    def detach(self) -> None:
+        """Forget every process of the node (they are gone)."""
+        for proc in list(self.procs.values()):
+            self.forget(proc)
+        if self.pgid:
+            _native.guard_forget(self.pgid)
+        self.tap = None
+        self.pid = self.pgid = 0
+        self.listener = -1
+        self.alive = False
+        self.threads = {}
+
+    def forget(self, proc: Process) -> None:
+        """Process proc is gone: its threads, its listener reference and its pidfd."""
+        self.procs.pop(proc.pid, None)
+        for t in [t for t in self.threads.values() if t.proc is proc]:
+            del self.threads[t.tid]
+        if self.tap is not None:
+            self.tap.release(proc.pid)
+        if proc.pidfd >= 0:
+            fd, proc.pidfd = proc.pidfd, -1
+            try:
+                self._poller.unregister(fd)
+            except (KeyError, AttributeError):
+                pass
+            os.close(fd)
+
+    def kill(self) -> None:
+        """SIGKILL every process of the node (a CRASH, or cleanup) and reap them:
+        whole, an interrupt waits until it is done (cmc/interrupts.py)."""
+        with interrupts_held():
+            self.send_kill()
+            self.reap()
+
+    def send_kill(self) -> None:
+        """SIGKILL the node's process group (every process of it), without waiting
+        for their end."""
+        if self.pgid:
+            try:
+                os.killpg(self.pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in self.procs:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def reap(self) -> None:
+        """Wait for the end of every process of the node: the launched one is cmc's
+        child; the others become cmc's once their parents are gone (cmc is their
+        subreaper), and cmc reaps those too."""
+        if self.pid:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+        others = [p for p in self.procs if p != self.pid] + self.reapable
+        self.reapable = []
+        self.detach()
+        reap_orphans(others, self.node.cluster.watchdog_s)
 
     def _new_task(self, tid: int) -> Thread:
         """The first call of a thread cmc has not seen: a new thread of one of the
@@ -218,7 +257,7 @@ class Tasks:
     def _add_process(self, pid: int, parent: Process) -> Thread:
         """A new process of the node, forked by `parent`: copies of its descriptors,
         and its first thread."""
-        proc = Process(self, self.next_proc, pid, parent)
+        proc = Process(self.node, self.next_proc, pid, parent)
         self.next_proc += 1
         if self.forking is not None and self.forking[0] is parent:
             self.forking = None
@@ -240,54 +279,6 @@ class Tasks:
         del self.threads[t.tid]
         if t.ctid:
             self.shared_futexes.wake(t.ctid, 1)     # the kernel's wake is a shared one
-
-    def _runnable(self, last: Thread | None = None):
-        """The next thread to run and the answer to its call, or None. The thread
-        that ran last (`last`) goes on while its calls complete: threads switch only
-        when the running one blocks (so a thread that wakes another and then waits
-        itself is queued first, as on a kernel that does not preempt it). Then, in
-        creation order, the first whose call (dispatched now if it just arrived)
-        completes; a thread that gave way (sched_yield) only when no other can run,
-        the one that gave way first, first."""
-        dispatch = self.cluster.dispatch
-        if (last is not None and self.threads.get(last.tid) is last and last.notif is not None
-                and last.block is None and not last.yielded):
-            result = dispatch(last.proc, last.notif)
-            if not isinstance(result, Block):
-                return last, result
-            last.block = result
-        held = [t for t in self.threads.values() if t.notif is not None]
-        for t in held:
-            if t.block is None:
-                result = dispatch(t.proc, t.notif)
-                if not isinstance(result, Block):
-                    return t, result
-                t.block = result
-            if t.yielded:
-                continue
-            done = t.block.attempt()
-            if done is None and t.block.timeout_ns == 0:
-                done = t.block.on_fire()
-            if done is not None:
-                if t.block.waiter is not None and t.block.waiter.woken:
-                    return self._first_woken(held)
-                return t, done
-        gave_way = [t for t in held if t.yielded]
-        if gave_way:
-            t = min(gave_way, key=lambda t: t.yielded)
-            return t, t.block.attempt()
-        return None
-
-    @staticmethod
-    def _first_woken(held):
-        """Of the threads a futex wake let go, the one woken first: waiters that one
-        broadcast woke run in the order they waited, as the kernel's queue hands
-        them the lock (not in thread order, which would make the order of what they
-        do next depend on which thread took which job: --check-merges, demo/tlog)."""
-        woken = [t for t in held if t.block is not None and not t.yielded
-                 and t.block.waiter is not None and t.block.waiter.woken]
-        t = min(woken, key=lambda t: t.block.waiter.woken)
-        return t, t.block.attempt()
 
     def thread_of(self, tid: int) -> Thread | None:
         return self.threads.get(tid)
@@ -332,76 +323,6 @@ class Tasks:
         """The one thread's held call is now notification `notif` (fork.py)."""
         next(iter(self.threads.values())).notif = notif
 
-    def _answer(self, notif, result) -> bool:
-        if self.cluster.recording:
-            self.cluster.calls.append((self.name, render(notif.nr, notif.args, result,
-                                                         self.moved)))
-            self.moved = None
-        if result is CONTINUE:
-            return _native.respond(self.listener, notif.id, cont=True)
-        if isinstance(result, Err):
-            return _native.respond(self.listener, notif.id, err=result.errno)
-        return _native.respond(self.listener, notif.id, val=result.val)
-
-    def try_wake(self) -> bool:
-        """Run a held thread whose call the world now lets complete, and on."""
-        if not self.alive or not any(t.block is not None for t in self.threads.values()):
-            return False
-        outcome = self._runnable()
-        if outcome is None:
-            return False
-        self.run(outcome)
-        return True
-
-    def fire(self, index: int = 0) -> None:
-        """The timeout of thread `index`'s blocked call expires."""
-        t = next(t for t in self.threads.values() if t.index == index)
-        self.elapsed_ns += t.block.timeout_ns
-        self.run((t, t.block.on_fire()))
-
-    def _next_notification(self, timeout_ms: int | None = None):
-        """The next notification of this node (any thread of any of its processes);
-        None when `timeout_ms` passes first or a process of it ended; False when
-        the node has no process left."""
-        tap = self.tap
-        for tid in list(tap.stash):
-            if self._mine(tid):
-                return tap.stash.pop(tid)
-        while True:
-            left = self._deadline - time.monotonic()
-            wait = max(int(left * 1000), 0) if left > 0 else 0
-            if timeout_ms is not None:
-                wait = min(wait, timeout_ms)
-            events = dict(self._poller.poll(wait))
-            if not events:
-                if left > 0 and timeout_ms is not None:
-                    return None
-                if time.monotonic() < self._deadline:
-                    continue
-                raise TargetError(self.cluster.where(self) + self._stuck() +
-                                  f" for {self.cluster.watchdog_s:g} s without blocking in an "
-                                  "emulated call (watchdog; raise it with --watchdog)")
-            if events.get(self.listener, 0) & select.POLLIN:
-                try:
-                    notif = _native.recv(self.listener)
-                except OSError:
-                    notif = None
-                if notif is not None:
-                    if self._mine(notif.pid):
-                        COUNTERS["notifications"] += 1
-                        return notif
-                    tap.stash[notif.pid] = notif       # a copy's; not this node's
-                continue
-            ended = [p for p in self.procs.values() if p.pidfd in events]
-            if not ended and events.get(self.listener, 0) & select.POLLHUP:
-                ended = list(self.procs.values())     # every process on the filter is gone
-            if not ended:
-                continue
-            for proc in ended:
-                if not self._gone(proc):
-                    return False
-            return None
-
     def _mine(self, tid: int) -> bool:
         """Whether a notification of thread tid is this node's: a thread of it, or a
         new thread or process of one of its processes (a copy's are not)."""
@@ -411,71 +332,6 @@ class Tasks:
             return False                  # a process of a copy
         tgid, ppid = _ids(tid)
         return tgid in self.procs if tgid != tid else ppid in self.procs
-
-    def _gone(self, proc: Process, wait: bool = False) -> bool:
-        """Process proc has ended (`wait`: is ending: its answer found it gone). The
-        kernel closed its descriptors. The end of the launched process is judged
-        as a program's end (SPEC §8); another's is its parent's business (wait4 and
-        SIGCHLD are native), and cmc reaps it only when it came to cmc as an orphan.
-        False when the node has no process left."""
-        self.ends += 1
-        if proc.pid == self.pid:
-            _, status = os.waitpid(self.pid, 0)
-            self.pid = 0
-            self._forget(proc)
-            self.cluster.process_exited(proc)
-            if os.WIFSIGNALED(status):
-                self.kill()               # the rest of its tree goes with it
-                sig = signal.Signals(os.WTERMSIG(status)).name
-                raise TargetError(self.cluster.where(self) +
-                                  f"died of signal {sig} outside a CRASH action")
-            code = os.WEXITSTATUS(status)
-            if code != 0:
-                self.kill()
-                raise TargetError(self.cluster.where(self) +
-                                  f"exited with status {code} outside a CRASH action" +
-                                  self.cluster.stderr_tail(self))
-        else:
-            if wait and proc.pidfd >= 0:
-                select.select([proc.pidfd], [], [], self.cluster.watchdog_s)
-            self._forget(proc)
-            self.cluster.process_exited(proc)
-            self.reapable.append(proc.pid)
-        self.reapable = [pid for pid in self.reapable if not _reaped(pid)]
-        if self.procs:
-            return True
-        self._detach()
-        self.cluster.node_exited(self)
-        return False
-
-    def _interrupt(self) -> bool:
-        """A caught signal is pending for a thread held in a blocked call (SIGCHLD
-        of a child that ended, a signal one process of the node sent another): end
-        the call as Linux does -- with EINTR, or restarted under SA_RESTART for a
-        call Linux restarts (the kernel decides, from ERESTARTSYS; poll, select,
-        epoll_wait, sleeps and calls with a timeout get ERESTARTNOHAND: EINTR when
-        a handler runs). True when one was."""
-        for t in list(self.threads.values()):
-            if t.block is None or t.notif is None:
-                continue
-            st = procfs.status(t.tid)
-            if not st:
-                continue
-            try:
-                pending = (int(st["SigPnd"], 16) | int(st["ShdPnd"], 16)) \
-                    & ~int(st["SigBlk"], 16) & int(st["SigCgt"], 16)
-            except (KeyError, ValueError):
-                continue
-            if not pending:
-                continue
-            block = t.block
-            if block.cancel is not None:
-                block.cancel()
-            code = ERESTARTNOHAND if (block.timeout_ns is not None or block.what in NO_RESTART) \
-                else ERESTARTSYS
-            self._resume(t, Err(code))
-            return True
-        return False
 
     def _stuck(self) -> str:
         """Who kept running, for the watchdog's message."""
@@ -581,4 +437,3 @@ def _blocked_on(t: Thread) -> tuple:
 
 _ON_FD = frozenset(NR[n] for n in ("read", "readv", "recvfrom", "recvmsg", "write", "writev",
                                    "sendto", "sendmsg", "accept", "accept4", "connect"))
-

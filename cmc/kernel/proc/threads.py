@@ -112,55 +112,44 @@ class Futexes:
 
 
 class Process:
-    """One process of a node, as the calls it makes see the node: its own fields
-    (OWN) are the process's, every other attribute is the node's (read and set
-    through), so that a handler given a Process treats it as its node."""
-    OWN = ("node", "number", "pid", "parent", "fds", "cloexec", "epolls", "futexes",
-           "nofile", "pidfd", "vforked")
-    __slots__ = OWN
+    """One process of a node: what the kernel keeps per process (its descriptor
+    table, close-on-exec flags, epoll instances, the futex queues of its private
+    memory, its descriptor limit, its memory). A handler is given the Process that
+    made the call; what is the node's (clocks, disk, state lines, scheduler) it
+    reaches through `node`."""
+    __slots__ = ("node", "number", "pid", "parent", "fds", "cloexec", "epolls", "futexes",
+                 "nofile", "pidfd", "vforked")
 
     def __init__(self, node, number: int, pid: int, parent: "Process | None" = None):
-        own = object.__setattr__
-        own(self, "node", node)
-        own(self, "number", number)     # creation order ("index" is the node's)
-        own(self, "pid", pid)
-        own(self, "parent", parent.number if parent is not None else None)
-        own(self, "pidfd", -1)
-        own(self, "vforked", False)
-        own(self, "futexes", Futexes())
+        self.node = node
+        self.number = number            # creation order ("index" is the node's)
+        self.pid = pid
+        self.parent = parent.number if parent is not None else None
+        self.pidfd = -1
+        self.vforked = False
+        self.futexes = Futexes()
         if parent is None:
-            own(self, "fds", {})
-            own(self, "cloexec", set())
-            own(self, "epolls", {})
-            own(self, "nofile", node.nofile_start)
+            self.fds = {}
+            self.cloexec = set()
+            self.epolls = {}
+            self.nofile = node.nofile_start
         else:                       # a child: copies of its parent's descriptors
-            own(self, "fds", dict(parent.fds))
+            self.fds = dict(parent.fds)
             for sock in self.fds.values():
                 sock.refs += 1
-            own(self, "cloexec", set(parent.cloexec))
-            own(self, "epolls", dict(parent.epolls))   # the same instances
-            own(self, "nofile", parent.nofile)
-
-    def __getattr__(self, name):
-        if name in Process.OWN or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.node, name)
-
-    def __setattr__(self, name, value):
-        if name in Process.OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.node, name, value)
+            self.cloexec = set(parent.cloexec)
+            self.epolls = dict(parent.epolls)   # the same instances
+            self.nofile = parent.nofile
 
     def __getstate__(self):
         """A copy (fork.py) shares the process by a lease, not the original's pidfd."""
-        state = {k: getattr(self, k) for k in Process.OWN}
+        state = {k: getattr(self, k) for k in Process.__slots__}
         state.update(pidfd=-1)
         return state
 
     def __setstate__(self, state):
         for k, v in state.items():
-            object.__setattr__(self, k, v)
+            setattr(self, k, v)
 
     def __repr__(self) -> str:
         return f"<process {self.number} of node {self.node.name}>"
