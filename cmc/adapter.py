@@ -6,9 +6,10 @@
   evaluation error becomes a PropertyEvaluationError that carries the world(s).
 - `ClusterModel`: a model file's cluster of real processes, as a Model for the engine.
 
-Every `fresh()` launches every node again in fresh working directories (SPEC §2:
-a fresh, empty working directory per replay). The adapter keeps every system it
-opened, so that whatever happens, `close_all` leaves no process behind.
+Every `fresh()` launches every node again in fresh working directories (a fresh,
+empty working directory per replay: docs/target-contract.md, "The process"). The
+adapter keeps every system it opened, so that whatever happens, `close_all` leaves no
+process behind.
 
 With `recording` on (only when a behavior is shown, by `cmc --replay`), each
 system keeps a log of its nodes' emulated calls and output, taken step by step
@@ -45,12 +46,13 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
 
 
 class PropertyEvaluationError(ModelError):
-    """A property could not be evaluated in a world the search reached (SPEC §8): a
-    type error the file's static checks cannot see, such as a field a node's state
-    does not have. Raised while the engine checks the property; a model error (exit 2).
-    It carries the language's located error and the world it was evaluated in (`view`;
-    for an action property also the world after, `next_view`), which the command line
-    prints after the message. The user fixes the property (or the program's state)."""
+    """A property could not be evaluated in a world the search reached (docs/errors.md,
+    "Properties that cannot be evaluated (exit 2)"): a type error the file's static
+    checks cannot see, such as a field a node's state does not have. Raised while the
+    engine checks the property; a model error (exit 2). It carries the language's
+    located error and the world it was evaluated in (`view`; for an action property also
+    the world after, `next_view`), which the command line prints after the message. The
+    user fixes the property (or the program's state)."""
 
     def __init__(self, err: ModelError, view: dict, next_view: dict | None):
         super().__init__(err.message, err.file, err.line, err.col, err.source_line)

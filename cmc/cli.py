@@ -1,9 +1,9 @@
-"""The command line (SPEC §5): the options, their validation, and the exit status;
-the only place that exits. Running the check is cmc/check.py's.
+"""The command line (docs/cmc.md, "Options"): the options, their validation, and the
+exit status; the only place that exits. Running the check is cmc/check.py's.
 
-Exit statuses (SPEC §6): 0 every property holds, 1 a property is violated, 2 usage
-or model-file error, 3 target or engine error, 4 this machine cannot run cmc, 130
-interrupted. `--tlc-exit-codes` maps them to TLC's (see tlc_status).
+Exit statuses (docs/cmc.md, "Exit statuses"): 0 every property holds, 1 a property is
+violated, 2 usage or model-file error, 3 target or engine error, 4 this machine cannot
+run cmc, 130 interrupted. `--tlc-exit-codes` maps them to TLC's (see tlc_status).
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def parse_args(argv):
                    "from it along that path too, and require the same worlds (a gate on "
                    "the state the program declares; breadth-first, one worker)")
     p.add_argument("--por", action="store_true",
-                   help="partial-order reduction (SPEC 9.5): not available yet; refused "
+                   help="partial-order reduction: not available yet; refused "
                    "with the reason (docs/design.md)")
     p.add_argument("--max-depth", type=_count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
@@ -177,8 +177,8 @@ def _validate(args) -> None:
         raise usage("--check-merges goes with breadth-first search of one worker (not with "
                     "--dfs, --simulate, --replay or --workers)")
     if args.fast is None:
-        # SPEC §9.5: copying is the default of the searches; a walk and --replay
-        # run from launch.
+        # Copying is the default of the searches (docs/cmc.md, "Options", --no-fast);
+        # a walk and --replay run from launch.
         args.fast = args.replay is None and not args.simulate
 
 

@@ -1,4 +1,5 @@
-"""One hierarchy of the errors cmc reports to a person (SPEC §6).
+"""One hierarchy of the errors cmc reports to a person (docs/errors.md; the exit
+statuses: docs/cmc.md, "Exit statuses").
 
 Each class says, as class attributes, what a run that raises it ends with:
 `exit_status` (the process's status) and `kind` (the JSON report's `error.kind`,

@@ -99,13 +99,14 @@ int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
 int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int *child_out);
 
 /* Make this process a child subreaper: orphans of the node processes it starts
- * (a node's process tree, SPEC 9.2) become its children, to be reaped by it. */
+ * (a node's process tree: docs/target-contract.md, "Process trees") become its
+ * children, to be reaped by it. */
 int cmc_subreaper(void);
 
 /* The identity of the file at path (not following a last symlink): out[0] its
  * device, out[1] its inode number, out[2] and out[3] its birth time (seconds,
  * nanoseconds; 0 where the file system keeps none). A birth time tells a reused
- * inode number apart (the disk model, SPEC 9.3). 0 or -errno. */
+ * inode number apart (the disk model: docs/design.md, "The disk"). 0 or -errno. */
 int cmc_file_id(const char *path, uint64_t *out);
 
 /* Start the guard: a process of its own group that ignores terminal signals and

@@ -1,9 +1,9 @@
 #!/bin/sh
-# durlog-wrap: start a durlog build as a child of this shell, the way a wrapper or
-# init script does when it does not end in `exec` (SPEC §9.2): the node is then a
-# process tree, this shell blocked in wait4 and durlog under it, and a CRASH kills both
-# and runs this script again. models/durlog-wrap.model checks durlog through it, with
-# the same verdicts and counts as models/durlog.model.
+# durlog-wrap: start a durlog build as a child of this shell, the way a wrapper or init
+# script does when it does not end in `exec` (docs/target-contract.md, "Process trees"):
+# the node is then a process tree, this shell blocked in wait4 and durlog under it, and
+# a CRASH kills both and runs this script again. models/durlog-wrap.model checks durlog
+# through it, with the same verdicts and counts as models/durlog.model.
 #
 #     durlog-wrap.sh PROGRAM INDEX PRIMARY_ADDR BACKUP_ADDR
 #     e.g.  durlog-wrap.sh ../demo/build/durlog 0 127.0.0.1:7000 127.0.0.1:7001

@@ -32,8 +32,9 @@
  * but fd 3 is one descriptor of the node, shared by every process of it: each worker
  * would overwrite the others' state with its own, and no single process knows the
  * whole. So this program writes nothing on fd 3 (nor fd 193: nothing is durable), and
- * the node is fingerprinted by its input history (SPEC §3): sound, nothing merges, and
- * the properties are over `replies`, what clients observe.
+ * the node is fingerprinted by its input history (docs/target-contract.md, "Worlds and
+ * actions"): sound, nothing merges, and the properties are over `replies`, what clients
+ * observe.
  *
  * Outside a checker, stop it with its whole process group (kill -- -PGID): killing the
  * parent alone leaves the workers serving.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What the page cache (SPEC §9.3) costs, side by side with `disk off`.
+"""What the page cache (docs/target-contract.md, "The disk") costs, side by side with
+`disk off`.
 
 1. Per call: a node (written and compiled here) that at its launch writes N records of
    64 bytes to a file of its directory, fsyncing after every K-th, then waits in accept.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The disk demos' verdicts under each disk mode (SPEC §9.3), as a Markdown table.
+"""The disk demos' verdicts under each disk mode (docs/model-file.md, the `disk` line),
+as a Markdown table.
 
 Each of models/appendkv, swapstate and reclog.model is checked, correct build and
 planted-bug build, with its `disk` line replaced by each of the four modes (a copy of

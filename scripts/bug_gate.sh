@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The bug gate (SPEC §7): every demo in demo/ has a planted bug behind #ifdef BUG.
-# Build every demo both ways, run cmc on each model: the correct build must exit 0,
-# the bug build must exit 1 naming the expected property. Prints a table and ends with
-# the line `N passed, M failed`; exits non-zero when anything failed.
+# The bug gate (docs/demos.md, "The bug gate"): every demo in demo/ has a planted bug
+# behind #ifdef BUG. Build every demo both ways, run cmc on each model: the correct
+# build must exit 0, the bug build must exit 1 naming the expected property. Prints a
+# table and ends with the line `N passed, M failed`; exits non-zero when anything
+# failed.
 #
 #   scripts/bug_gate.sh                 every demo
 #   scripts/bug_gate.sh relay lease     only these

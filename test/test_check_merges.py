@@ -1,6 +1,6 @@
-"""--check-merges (SPEC §9.5): when a world is reached again by another path, cmc
-expands it along that path too and requires the same successors; a difference is
-exit 3 naming the node, both paths and the action. The gate does not change the
+"""--check-merges (docs/cmc.md, "Searches"): when a world is reached again by another
+path, cmc expands it along that path too and requires the same successors; a difference
+is exit 3 naming the node, both paths and the action. The gate does not change the
 counts of a search that passes it."""
 from __future__ import annotations
 

@@ -253,9 +253,10 @@ def test_an_interrupt_inside_a_cleanup_is_still_an_interrupt(tmp_path, monkeypat
 
 
 def test_model_dir_names_a_script_beside_the_model(tmp_path):
-    """SPEC §9.6: {model_dir} is the model file's folder, absolute, whatever the
-    working directory (one with a space in its name stays one word), with the same
-    search as the model that names the script by a relative path."""
+    """{model_dir} is the model file's folder, absolute (docs/model-file.md,
+    `node NAME = "COMMAND"`), whatever the working directory (one with a space in its
+    name stays one word), with the same search as the model that names the script by a
+    relative path."""
     import os
     import shutil
     import sys

@@ -1,7 +1,7 @@
-"""--det (SPEC §9.5): every step is taken a second time from a fresh launch whose
-initial stack is shifted (CMC_DET_PAD), so that a program whose behaviour depends
-on memory it never wrote is reported as nondeterministic, naming the node and the
-step, instead of giving counts that depend on the size of the environment."""
+"""--det (docs/cmc.md, "Searches", Determinism): every step is taken a second time from
+a fresh launch whose initial stack is shifted (CMC_DET_PAD), so that a program whose
+behaviour depends on memory it never wrote is reported as nondeterministic, naming the
+node and the step, instead of giving counts that depend on the size of the environment."""
 from __future__ import annotations
 
 import re

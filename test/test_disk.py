@@ -1,4 +1,5 @@
-"""The disk (SPEC §9.3), through the real CLI under the real filter.
+"""The disk (docs/target-contract.md, "The disk"), through the real CLI under the real
+filter.
 
 test/progs/disk_ops.c does one way of writing files at its first start, then, at
 every start, writes every file of its working directory on fd 3. With `budget crash

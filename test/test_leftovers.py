@@ -32,9 +32,9 @@ def test_nothing_is_left(tmp_path, mode, death):
         assert "Error: worker process 0 died of SIGKILL" in r["stdout"], r["stdout"][-3000:]
 
 
-# Nodes that are process trees (SPEC §9.2): a shell that forks durlog and waits. The
-# shell dies with cmc (PR_SET_PDEATHSIG); durlog, its child, does not by itself: the
-# guard (csrc cmc_guard) kills the node's group.
+# Nodes that are process trees (docs/target-contract.md, "Process trees"): a shell that
+# forks durlog and waits. The shell dies with cmc (PR_SET_PDEATHSIG); durlog, its child,
+# does not by itself: the guard (csrc cmc_guard) kills the node's group.
 WRAPPED = [(m, d) for m in ("replay", "--fast", "--workers 2")
            for d in ("exit", "SIGTERM", "SIGKILL")] + [("--workers 2", "SIGKILL of a worker")]
 

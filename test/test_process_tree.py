@@ -1,4 +1,5 @@
-"""Nodes that are process trees (SPEC §9.2), checked unmodified through the real CLI:
+"""Nodes that are process trees (docs/target-contract.md, "Process trees"), checked
+unmodified through the real CLI:
 
 - the durlog demo started through a shell script that forks it and waits (no exec):
   durlog's own verdicts and counts (demo/durlog-wrap.sh, models/durlog-wrap.model);

@@ -74,7 +74,9 @@ def test_quiescent_violated(tmp_path):
 
 
 def test_a_timer_that_changes_nothing_does_not_keep_a_world_busy(tmp_path):
-    # --tick: every world has a FIRE back to itself; (2, 2) is still quiescent (SPEC §8)
+    # --tick: every world has a FIRE back to itself; (2, 2) is still quiescent (a FIRE
+    # that leads back does not keep a world busy: docs/cmc.md, "Properties: when each
+    # is checked")
     r = cmc(tmp_path, counter(tmp_path, "quiescent never: false\n"), "-D", "flags=--tick 1000")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "Error: Quiescent property never is violated.\n" in r.stdout

@@ -2,12 +2,12 @@
 replicated log with a multi-threaded primary, as a threaded server ships: a thread per
 client connection (detached), one connection to the backup shared by every client
 thread under a mutex, and a reader thread that wakes the waiting client threads with a
-condition variable. Up to four threads of the primary are blocked at once (accept,
-recv on the backup connection, two condvar waits), so this checks SPEC §9.1 end to
-end: the correct build passes, the bug build (ACK before the backup's ACK and before
-the fsync) is caught by a CRASH and only by one, the counts are exact in replay and
---fast, the output is the same byte for byte from run to run and in both modes, and
---det finds nothing."""
+condition variable. Up to four threads of the primary are blocked at once (accept, recv
+on the backup connection, two condvar waits), so this checks threads
+(docs/target-contract.md, "Threads") end to end: the correct build passes, the bug build
+(ACK before the backup's ACK and before the fsync) is caught by a CRASH and only by one,
+the counts are exact in replay and --fast, the output is the same byte for byte from run
+to run and in both modes, and --det finds nothing."""
 from __future__ import annotations
 
 import re

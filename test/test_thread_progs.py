@@ -1,8 +1,8 @@
-"""Threaded programs as they ship (SPEC §9.1): a C lease holder whose lease runs out in
-a background thread's pthread_cond_timedwait (test/progs/lease_thread.c), a Python
-socketserver.ThreadingTCPServer with a heartbeat thread on Event.wait(timeout)
-(test/progs/pythreads.py), and a Rust std::net server with a thread per connection
-and an Arc<(Mutex, Condvar)> (test/progs/rust_tpc.rs).
+"""Threaded programs as they ship (docs/target-contract.md, "Threads"): a C lease holder
+whose lease runs out in a background thread's pthread_cond_timedwait
+(test/progs/lease_thread.c), a Python socketserver.ThreadingTCPServer with a heartbeat
+thread on Event.wait(timeout) (test/progs/pythreads.py), and a Rust std::net server with
+a thread per connection and an Arc<(Mutex, Condvar)> (test/progs/rust_tpc.rs).
 
 For each: the exact counts (the C and Python ones are also counted by hand: see the
 comments), five runs with the same output byte for byte, `--det` clean, and `--fast`

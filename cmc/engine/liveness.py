@@ -1,8 +1,8 @@
 """Bounded liveness: `eventually` properties over the fair fault-free schedule.
 
-SPEC §3/§4: from every reachable world, the fair fault-free schedule must make
-the property true within `--live-steps` steps. The schedule injects no fault (no
-DROP, DUP or CRASH) and goes in rounds:
+From every reachable world (docs/cmc.md, "Properties: when each is checked"), the
+fair fault-free schedule must make the property true within `--live-steps` steps.
+The schedule injects no fault (no DROP, DUP or CRASH) and goes in rounds:
 
 1. deliver: while some DELIVER is enabled, take the first one (in the system's
    action order);

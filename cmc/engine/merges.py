@@ -1,4 +1,5 @@
-"""--check-merges (SPEC §9.5): a soundness gate for the state a program declares.
+"""--check-merges (docs/cmc.md, "Searches"; docs/design.md, "Checking merges"): a
+soundness gate for the state a program declares.
 
 Breadth-first search merges two paths that reach the same fingerprint: the world is
 expanded once, from the first path found. That is sound only if the fingerprint

@@ -6,8 +6,8 @@ initial world) and the `System` protocol below. It never prints: it calls a
 
 An enabled action is an `Action`: its key identifies it in its world (the engine
 stores keys on paths and in traces, and never looks inside one), its kind is what the
-quiescence rule and the fair schedule of SPEC §3/§8 are stated in, and its label is
-what a person reads.
+quiescence rule and the fair schedule (docs/cmc.md, "Properties: when each is
+checked") are stated in, and its label is what a person reads.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ class Action:
 
     @property
     def moves_messages(self) -> bool:
-        """A delivery: a world where one is enabled is not quiescent (SPEC §8)."""
+        """A delivery: a world where one is enabled is not quiescent (docs/cmc.md,
+        "Properties: when each is checked")."""
         return self.kind is ActionKind.DELIVER
 
     @property
@@ -83,7 +84,7 @@ INVARIANT_KINDS = ("invariant", "linearizable")
 @dataclass(frozen=True)
 class Property:
     kind: str               # invariant, witness, quiescent, action, eventually or
-    name: str               # linearizable (SPEC §4, §9.4)
+    name: str               # linearizable (docs/model-file.md)
     check: Callable         # (view, next_view | None) -> bool
     # What a report shows of a violation after its trace, from the last world's view
     # (a linearizable property: the history); opaque to the engine.

@@ -3,7 +3,8 @@
 A process cannot be restored from bytes, so a world is reached by launching
 every node again and applying the same actions. Every world on the way has a
 known fingerprint: a mismatch means the program (or cmc) is not deterministic,
-and that is reported with the step where the replay diverged (SPEC §3).
+and that is reported with the step where the replay diverged (docs/design.md,
+"Replay and nondeterminism").
 
 `--det` goes further: every step the search takes is taken a second time from a
 fresh launch, and the two resulting worlds (fingerprint, action label and the
@@ -156,9 +157,9 @@ def _shown(value) -> str:
 
 def quiescent_at(model: Model, keys: list[tuple], fps: list[bytes] | None,
                  actions: list) -> bool:
-    """SPEC §8: no DELIVER is enabled and every enabled FIRE leads back to the same
-    world. `actions` are the world's enabled actions; each FIRE is tried from a
-    fresh replay of `keys`."""
+    """Quiescent (docs/cmc.md, "Properties: when each is checked"): no DELIVER is
+    enabled and every enabled FIRE leads back to the same world. `actions` are the
+    world's enabled actions; each FIRE is tried from a fresh replay of `keys`."""
     if any(a.moves_messages for a in actions):
         return False
     for action in actions:

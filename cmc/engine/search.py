@@ -1,7 +1,7 @@
 """What every search strategy shares: the properties sorted by when they are
 checked, the visited map, traces, and the checks made at the end of a search.
 
-When each kind of property is checked (SPEC §4, §8):
+When each kind of property is checked (docs/cmc.md, "Properties: when each is checked"):
 
 - invariant, witness: on every world when it is first generated, in declaration
   order (a witness is only noted as reached);

@@ -9,11 +9,11 @@ world with no enabled action.
 Properties are checked as in the exhaustive searches, on what the walks visit:
 invariants and witnesses on each world the first time any walk reaches it,
 actions on every step. A world where no DELIVER is enabled but a FIRE is must be
-tried to know whether it is quiescent (SPEC §8): when there are quiescent
-properties, the walk takes its FIREs in order until one changes the world (the
-walk goes on from there) or all lead back (the world is quiescent, and the walk
-ends there if nothing else is enabled); these steps are part of the walk and of
-its trace. `eventually` is checked from the last
+tried to know whether it is quiescent (docs/cmc.md, "Properties: when each is
+checked"): when there are quiescent properties, the walk takes its FIREs in order
+until one changes the world (the walk goes on from there) or all lead back (the
+world is quiescent, and the walk ends there if nothing else is enabled); these steps
+are part of the walk and of its trace. `eventually` is checked from the last
 world of every walk: the random prefix, then the fair schedule.
 """
 from __future__ import annotations

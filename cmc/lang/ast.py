@@ -71,10 +71,11 @@ class ReplyDecl:
 
 @dataclass(frozen=True)
 class OpDecl:
-    """``op read|write /REGEX/`` (SPEC §9.4): the client requests whose whole text the
-    regex matches are reads or writes of the key-value store a ``linearizable``
-    property checks; group ``key`` names the key (none: the one register), a write's
-    group ``val`` the value written. ``loc`` is the kind (read or write)."""
+    """``op read|write /REGEX/`` (docs/model-file.md, "Histories"): the client requests
+    whose whole text the regex matches are reads or writes of the key-value store a
+    ``linearizable`` property checks; group ``key`` names the key (none: the one
+    register), a write's group ``val`` the value written. ``loc`` is the kind (read or
+    write)."""
 
     kind: str
     regex: re.Pattern[str]
@@ -203,8 +204,8 @@ class Model:
     network: str
     budgets: dict[str, int | None]
     properties: tuple[Property, ...]
-    disk: str = "fsync"         # fsync | fsync partial | strict | off (SPEC §9.3)
-    ops: tuple[OpDecl, ...] = ()    # op lines, in declaration order (SPEC §9.4)
+    disk: str = "fsync"         # fsync | fsync partial | strict | off (docs/model-file.md)
+    ops: tuple[OpDecl, ...] = ()    # op lines, in declaration order (docs/model-file.md)
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Evaluating properties on a world (SPEC §4, §8 Expressions).
+"""Evaluating properties on a world (docs/model-file.md, "Expressions").
 
 A world is plain data made by the kernel::
 

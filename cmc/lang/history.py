@@ -1,5 +1,5 @@
 """A world's history of client operations, as the `linearizable` property sees it
-(SPEC §9.4).
+(docs/model-file.md, "Histories").
 
 The kernel keeps, in a world's view, every request a ghost client put in flight
 (``history``: the client, the request's text, the event numbers of its invoke and its

@@ -1,5 +1,5 @@
 """Linearizability of a history of client operations on a key-value store of
-registers (SPEC §9.4): the check of Knossos and Porcupine.
+registers (docs/model-file.md, "Histories"): the check of Knossos and Porcupine.
 
 A history is a list of `Op`: a read or a write of one key, invoked at one time and
 completed at a later one, or pending (`complete` None: its client's connection was

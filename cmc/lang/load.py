@@ -1,4 +1,4 @@
-"""From a model file to a checked Model: the load-time rules of SPEC §4 and §8.
+"""From a model file to a checked Model: the load-time rules of docs/model-file.md.
 
 parse_source gives statements in file order; this module checks what the grammar
 cannot (names declared twice, unknown names in expressions, budgets, addresses ...),
@@ -24,7 +24,8 @@ from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, Networ
                              parse_source)
 
 NETWORKS = ("fifo", "bag")
-DISKS = ("fsync", "fsync partial", "strict", "off")   # SPEC §9.3; the first is the default
+# The modes of a `disk` line (docs/model-file.md); the first is the default.
+DISKS = ("fsync", "fsync partial", "strict", "off")
 BUDGET_DEFAULTS: dict[str, int | None] = {"crash": 0, "drop": 0, "dup": 0, "fire": None}
 RECORD_FIELDS = ("client", "node", "index", "req", "raw")
 _ONE_ARGUMENT = ("len", "set", "sorted", "sum")
@@ -62,7 +63,7 @@ def _first_at(loc: Loc) -> str:
 
 
 def _disk(stmt: DiskStmt) -> str:
-    """The disk mode of a `disk` line (SPEC §9.3)."""
+    """The disk mode of a `disk` line (docs/model-file.md)."""
     what = ("a disk is fsync (the default: a CRASH keeps what a node made durable), "
             "fsync partial, strict (names durable only after an fsync of their "
             "directory) or off (files survive a CRASH as written)")
@@ -79,7 +80,8 @@ def _suggest(word: str, choices) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-# SPEC §9.6: {model_dir} in a command is the model file's folder, absolute.
+# {model_dir} in a command is the model file's folder, absolute (docs/model-file.md,
+# `node NAME = "COMMAND"`).
 MODEL_DIR = "model_dir"
 
 
@@ -251,7 +253,8 @@ class _Assembler:
 
 
 def _typed(stmt: ParamStmt, text: object) -> object:
-    """A -D value in the type of the param's default (SPEC §8 Paths)."""
+    """A -D value in the type of the param's default (docs/model-file.md,
+    `param NAME = VALUE`)."""
     if isinstance(text, bool):
         text = "true" if text else "false"
     text = str(text)
@@ -436,9 +439,9 @@ def check_binaries(model: Model) -> None:
 
 def reply_record(reply: ReplyDecl | None, client: str, node: int, index: int, req: str,
                  raw: str) -> dict:
-    """The record a reply line becomes (SPEC §4): client, node, index, req, raw, and the
-    regex's named groups when it matches the whole line. A group whose text is a decimal
-    integer (``-?[0-9]+``) is an int; an optional group that did not take part is null."""
+    """The record a reply line becomes (docs/model-file.md, `reply /REGEX/`): client,
+    node, index, req, raw, and the regex's named groups when it matches the whole line.
+    A group whose text is a decimal integer (``-?[0-9]+``) is an int; an optional group that did not take part is null."""
     record = {"client": client, "node": node, "index": index, "req": req, "raw": raw}
     match = reply.regex.fullmatch(raw) if reply is not None else None
     if match:

@@ -1,4 +1,4 @@
-"""Model-file text → statements with located, frozen expressions (SPEC §4).
+"""Model-file text → statements with located, frozen expressions (docs/model-file.md).
 
 lark parses (grammar.lark: LALR(1), contextual lexer). This module adds what a grammar
 cannot say on its own:

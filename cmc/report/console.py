@@ -1,4 +1,5 @@
-"""The live progress display on a terminal (SPEC §5), and the choice of reporter.
+"""The live progress display on a terminal (docs/report.md, "The live display"), and
+the choice of reporter.
 
 On a terminal, `LiveReporter` prints TLC's lines as `TlcReporter` does and, while
 the search runs, keeps a few lines at the bottom of the screen with the counts as
@@ -16,7 +17,7 @@ How it stays out of the way:
 - `finish`, `replayed` and `close` stop the display first; it is transient, so
   stopping erases it. What the terminal keeps is then exactly what `TlcReporter`
   prints: TLC's lines, nothing of the display. The live display replaces TLC's
-  60 s progress lines (SPEC §6 allows it), so those are not printed here.
+  60 s progress lines (docs/cmc.md, "Output"), so those are not printed here.
 """
 from __future__ import annotations
 

@@ -101,7 +101,8 @@ def render_trace(trace: list[Step], loop_to: int | None = None) -> list[str]:
 
 
 def collision_probability(stats: Stats) -> float:
-    """TLC's optimistic estimate, for cmc's 128-bit fingerprints (SPEC §6)."""
+    """TLC's optimistic estimate, for cmc's 128-bit fingerprints (docs/cmc.md,
+    "Output")."""
     return stats.distinct * max(stats.generated - stats.distinct, 0) / 2.0**128
 
 

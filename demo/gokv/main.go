@@ -19,7 +19,7 @@
 //
 // It reports its state for a model checker, at no cost outside one: the log in
 // memory as one JSON line on fd 3 after every change, the log on disk on fd 193
-// after every fsync (SPEC §2).
+// after every fsync (docs/target-contract.md, "fd 3 and fd 193").
 //
 // Built with -tags bug, the primary acknowledges a PUT as soon as it is in its
 // memory: a crash of the primary then loses a write a client was told is committed.

@@ -10,7 +10,8 @@
  *
  * --tick MS   poll with a timeout of MS milliseconds instead of forever: a periodic
  *             timer whose firing changes nothing (every world has a FIRE that leads
- *             back to itself; SPEC §8 still counts such a world as quiescent).
+ *             back to itself; such a world still counts as quiescent: docs/cmc.md,
+ *             "Properties: when each is checked").
  * --pid-at N  once the count reaches N, add the process id to the state: a planted
  *             nondeterminism (each launch has another pid) for the --det tests.
  * --first 1   answer a line "?" with the first line it ever received: state it keeps

@@ -1,5 +1,5 @@
 /* disk_ops: one way of writing files, then what a CRASH left of them (the disk model,
- * SPEC 9.3, test/test_disk.py).
+ * docs/target-contract.md, "The disk"; test/test_disk.py).
  *
  *   disk_ops MODE
  *

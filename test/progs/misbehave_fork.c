@@ -1,5 +1,6 @@
 /*
- * misbehave_fork: a node whose process tree tries to leave cmc (SPEC §9.2).
+ * misbehave_fork: a node whose process tree tries to leave cmc (docs/target-contract.md,
+ * "Process trees").
  *
  *   misbehave_fork setsid|setpgid|unshare|ptrace PORT
  *

@@ -1,6 +1,6 @@
 /*
  * probe_rlimit: the descriptor limit a program reads is above every descriptor it
- * is given (SPEC §2), however it reads it.
+ * is given (docs/target-contract.md, "The process"), however it reads it.
  *
  *   probe_rlimit PORT      (one node talking to itself)
  *

@@ -3,14 +3,14 @@
  *
  *   probe_time              (one node)
  *
- * Under cmc the clock is logical (SPEC §8): CLOCK_REALTIME starts at
- * 2026-01-01T00:00:00Z, CLOCK_MONOTONIC and CLOCK_BOOTTIME at 1000 s, and they move
- * only when a timeout fires, by exactly its length. Natively only the bounds hold
- * (the clock moves by at least the sleep). Checks: time, gettimeofday,
+ * Under cmc the clock is logical (docs/target-contract.md, "Time"): CLOCK_REALTIME
+ * starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC and CLOCK_BOOTTIME at 1000 s, and
+ * they move only when a timeout fires, by exactly its length. Natively only the bounds
+ * hold (the clock moves by at least the sleep). Checks: time, gettimeofday,
  * clock_gettime of every realtime and monotonic clock; an unknown clock is EINVAL;
  * nanosleep, clock_nanosleep (relative, and TIMER_ABSTIME on CLOCK_REALTIME and
- * CLOCK_MONOTONIC), sleep and usleep advance the clock by their length; a sleep of 0
- * or to a time already past returns at once; bad arguments are EINVAL (as
+ * CLOCK_MONOTONIC), sleep and usleep advance the clock by their length; a sleep of 0 or
+ * to a time already past returns at once; bad arguments are EINVAL (as
  * clock_nanosleep's return value).
  */
 

@@ -6,8 +6,8 @@
 The script starts with #!/usr/bin/env python3 and the model starts it by its path
 (test/models/pyshim.model). The test puts test/progs/shim first on PATH, so env runs
 the shim test/progs/shim/python3, a shell script that runs the real interpreter as a
-child instead of exec'ing it: the node is a process tree (SPEC §9.2), a shell blocked
-in wait4 and this interpreter under it.
+child instead of exec'ing it: the node is a process tree (docs/target-contract.md,
+"Process trees"), a shell blocked in wait4 and this interpreter under it.
 
 It listens on 127.0.0.1:PORT (the standard socket and selectors modules, non-blocking
 sockets, as test/progs/pynode.py) and answers each line "INC" with "OK n", n the

@@ -1,5 +1,6 @@
 /*
- * sigchld: a signal that interrupts a held emulated call (SPEC §9.2).
+ * sigchld: a signal that interrupts a held emulated call (docs/target-contract.md,
+ * "Process trees").
  *
  *   sigchld eintr|restart PORT
  *

@@ -1,7 +1,8 @@
 /*
- * system_start: a node that runs a shell command with system() at start-up, then
- * serves like counter.c (SPEC §9.2: system() makes a process of the node; the child
- * execs /bin/sh, which forks and execs again for a command that is not a builtin).
+ * system_start: a node that runs a shell command with system() at start-up, then serves
+ * like counter.c (system() makes a process of the node: docs/target-contract.md,
+ * "Process trees"; the child execs /bin/sh, which forks and execs again for a command
+ * that is not a builtin).
  *
  *   system_start PORT [--cmd COMMAND]
  *

@@ -1,9 +1,10 @@
 /*
  * yield_turns: two threads take turns through a shared word, each giving way with
- * sched_yield() until it is its turn, three turns each (a spin-then-yield hand-off,
- * as runtimes do before they sleep on a futex). Under cmc only one thread runs at a
- * time, so this ends only if sched_yield lets the other thread run first (SPEC §9.1):
- * then the node reports {"turns":6} on fd 3 and parks in accept().
+ * sched_yield() until it is its turn, three turns each (a spin-then-yield hand-off, as
+ * runtimes do before they sleep on a futex). Under cmc only one thread runs at a time,
+ * so this ends only if sched_yield lets the other thread run first
+ * (docs/target-contract.md, "Threads"): then the node reports {"turns":6} on fd 3 and
+ * parks in accept().
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
