@@ -8,8 +8,8 @@ DELIVER the copy offers) with a profiler on, and records every call that goes fr
 function in one of cmc's files into a function in another: a *stop*. A function
 entered again later (a loop, the same helper) counts once, at its first entry, so
 the figure says how many places a reader visits, not how often the code runs them.
-A *return* is a stop into a file the walk had already left: the reader goes back to
-a file they read a moment ago.
+Stops one after another in one file are one *place*; a *return* is a place in a file
+the walk had already left: the reader goes back to a file they read a moment ago.
 
     python3 experiments/deliver_walk.py [-v]      # -v: list the stops
 
@@ -67,17 +67,23 @@ def walk(model_file: str) -> list[tuple[str, str]]:
             systems.close_all()
 
 
-def returns(stops: list[tuple[str, str]]) -> int:
-    """Stops into a file the walk had left before."""
-    left: set[str] = set()
-    count, here = 0, None
+def places(stops: list[tuple[str, str]]) -> list[str]:
+    """The files the walk passes through, in order: stops in one file one after
+    another are one place."""
+    out: list[str] = []
     for file, _ in stops:
-        if file != here:
-            if file in left:
-                count += 1
-            if here is not None:
-                left.add(here)
-            here = file
+        if not out or out[-1] != file:
+            out.append(file)
+    return out
+
+
+def returns(stops: list[tuple[str, str]]) -> int:
+    """Places in a file the walk had left before."""
+    seen: set[str] = set()
+    count = 0
+    for file in places(stops):
+        count += file in seen
+        seen.add(file)
     return count
 
 
@@ -91,8 +97,9 @@ def main() -> None:
         for file, fn in stops:
             print(f"  {file}: {fn}")
     files = len({f for f, _ in stops})
-    print(f"{len(stops)} stops in {files} files, {returns(stops)} of them returns "
-          f"to a file already left")
+    print(f"{len(stops)} functions entered from another file, in {files} files: "
+          f"{len(places(stops))} places, {returns(stops)} of them returns to a file "
+          "already left")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from browser import CHROMIUM, Browser
 from conftest import MODELS
 from cmc.engine.model import Action as EngineAction
 from cmc.engine.model import ActionKind, Outcome, Property, Stats, Step
-from cmc.kernel.world.actions import Action
+from cmc.kernel.world.actions import Crash, Fire, MessageAction, ResetChannel
 from cmc.kernel.world.net import quote
 from cmc.report import tlc
 from cmc.report.console import LiveReporter, make_reporter
@@ -145,21 +145,21 @@ def test_actions_render_their_labels_from_fields():
     """The kernel's action is fields; its label and the report's record come from them
     (no reporter parses a label)."""
     raw = b'PUT 7\n\r\t"\\ \x00\x7f caf\xc3\xa9 \xff'
-    deliver = Action(("DELIVER", (), 0, 0), "DELIVER", "alice", "primary", "DATA", raw)
+    deliver = MessageAction("DELIVER", (), 0, 0, "alice", "primary", "DATA", raw)
     assert deliver.label == "DELIVER alice -> primary " + quote(raw)
     assert deliver.fields() == {"kind": "DELIVER", "src": "alice", "dst": "primary",
                                 "data": raw.decode("utf-8", "replace"), "msg": "DATA"}
-    connect = Action(("DELIVER", (), 0, 0), "DELIVER", "primary", "backup", "CONNECT")
+    connect = MessageAction("DELIVER", (), 0, 0, "primary", "backup", "CONNECT")
     assert connect.label == "DELIVER primary -> backup CONNECT"
     assert connect.fields()["msg"] == connect.fields()["data"] == "CONNECT"
-    drop = Action(("DROP", ()), "DROP", "primary", "backup")
+    drop = ResetChannel((), "primary", "backup")
     assert drop.label == "DROP primary -> backup"
     assert drop.fields() == {"kind": "DROP", "src": "primary", "dst": "backup",
                              "data": None, "msg": None}
-    fire = Action(("FIRE", 0), "FIRE", node="primary", call="nanosleep", timeout_ns=10**8)
+    fire = Fire(0, "primary", "nanosleep", 10**8)
     assert fire.label == "FIRE primary nanosleep 0.1s"
     assert fire.fields() == {"kind": "FIRE", "node": "primary", "what": "nanosleep 0.1s"}
-    crash = Action(("CRASH", 0), "CRASH", node="primary")
+    crash = Crash(0, "primary")
     assert crash.label == "CRASH primary" and crash.fields() == {"kind": "CRASH",
                                                                "node": "primary"}
 
@@ -179,7 +179,7 @@ def test_actions_of_a_real_run_carry_fields(tmp_path):
 
 def test_report_from_trace_and_write_html(tmp_path):
     views = [world(), world(log1=[7])]
-    put = Action(("DELIVER",), "DELIVER", "c1", "n1", "DATA", b"PUT 7\n")
+    put = MessageAction("DELIVER", (), 0, 0, "c1", "n1", "DATA", b"PUT 7\n")
     steps = [Step(None, views[0], None, {"n1": {"stdout": "up\n"}}),
              Step(EngineAction(put.key, ActionKind.DELIVER, put.label, put.fields()),
                   views[1], None, None)]

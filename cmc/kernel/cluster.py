@@ -18,17 +18,16 @@ import xxhash
 
 from ..errors import EngineError
 from ..interrupts import interrupts_held
-from .calls import dgram
-from .proc.fork import drop_root, fork_world, hold_root
-from .world.net import (CONNECT, DATA, FIN, RST, Connection, Datagram, Endpoint, Msg,
-                        Network, fmt_addr)
-from .world.actions import Action, describe_key, message_action
-from .world.clients import Client
-from .world.content import compact
 from .calls import shm
 from .calls.dispatch import dispatch
-from .proc.node import Node
 from .calls.sockets import close_vfd
+from .proc.fork import drop_root, fork_world, hold_root
+from .proc.node import Node
+from .world.actions import (Action, Crash, DatagramAction, Fire, MessageAction, ResetChannel,
+                            describe_key)
+from .world.clients import Client
+from .world.content import compact
+from .world.net import DATA, Connection, Msg, Network, Owner, Told, fmt_addr
 
 
 def digest(data: bytes) -> bytes:
@@ -74,7 +73,7 @@ class Cluster:
         for d in (self.outdir, os.path.join(workroot, "nodes")):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
-        self.net = Network(spec.channel_cap)
+        self.net = Network(spec.channel_cap, bag=spec.network == "bag")
         self.watchdog_s = spec.watchdog_s
         self.nodes: list[Node] = []
         for i, ns in enumerate(spec.nodes):
@@ -144,8 +143,8 @@ class Cluster:
         self._ports[node.index] += 1
         return self._ports[node.index]
 
-    def name_of(self, owner) -> str:
-        return self.nodes[owner].name if isinstance(owner, int) else str(owner)
+    def name_of(self, owner: Owner) -> str:
+        return self.nodes[owner.node].name if owner.client is None else owner.client
 
     def client_named(self, name: str) -> Client:
         return next(c for c in self.clients if c.name == name)
@@ -154,8 +153,8 @@ class Cluster:
         """A node sends on its end of conn. Bytes to a ghost client are consumed
         at once (SPEC §8: no DELIVER, no DROP)."""
         receiver = conn.end(1 - side)
-        if receiver is not None and isinstance(receiver.owner, str):
-            client = self.client_named(receiver.owner)
+        if receiver is not None and receiver.owner.client is not None:
+            client = self.client_named(receiver.owner.client)
             if msg.kind == DATA:
                 client.receive(self, conn, msg.data)
             else:
@@ -183,7 +182,7 @@ class Cluster:
             node.launch()
         for client in self.clients:
             dst = (client.spec.host, client.spec.port)
-            client.conn = self.net.connect(client.name, client.addr, dst)
+            client.conn = self.net.connect(Owner(client=client.name), client.addr, dst)
             client.send_next(self)
         self.settle()
         self.compact()
@@ -241,110 +240,72 @@ class Cluster:
                 if node.tasks.try_wake():
                     progress = True
 
-    def _conns_in_order(self) -> list[tuple[tuple, Connection]]:
-        conns = sorted(self.net.conns, key=lambda c: (c.key(), c.serial))
-        out, seen = [], {}
-        for c in conns:
-            k = c.key()
-            seen[k] = seen.get(k, -1) + 1
-            out.append((k + (seen[k],), c))
-        return out
-
     def _dst_name(self, conn: Connection) -> str:
         if conn.b is not None:
             return self.name_of(conn.b.owner)
         found = self.net.listener_for(conn.dst)
-        return self.name_of(found[0]) if found else fmt_addr(conn.dst)
+        return self.nodes[found[0]].name if found else fmt_addr(conn.dst)
 
     def _chan_names(self, conn: Connection, side: int) -> tuple[str, str]:
         a, b = self.name_of(conn.a.owner), self._dst_name(conn)
         return (a, b) if side == 0 else (b, a)
 
-    def _messages(self, conn: Connection, side: int) -> list[tuple[int, Msg]]:
-        """The messages of a channel that the environment may act on: the head in
-        a FIFO network (or before the connection is established); in a bag, one
-        of each distinct message."""
-        chan = conn.chan[side]
-        if not chan:
-            return []
-        if self.spec.network != "bag" or not conn.established:
-            return [(0, chan[0])]
-        seen, out = set(), []
-        for i, m in enumerate(chan):
-            if (m.kind, m.data) not in seen:
-                seen.add((m.kind, m.data))
-                out.append((i, m))
-        return out
-
-    def _dgram_groups(self) -> list[tuple[tuple, object]]:
-        groups = {}
-        for d in self.net.dgrams:
-            groups.setdefault(d.group(), d)
-        return sorted(groups.items(), key=lambda kv: kv[0])
-
     def _dgram_names(self, d) -> tuple[str, str]:
         found = self.net.udp_for(d.dst)
-        return self.name_of(d.src_owner), self.name_of(found[0]) if found else fmt_addr(d.dst)
+        return self.nodes[d.src_node].name, self.nodes[found[0]].name if found else fmt_addr(d.dst)
 
     def actions(self) -> list[Action]:
-        out = []
-        conns = self._conns_in_order()
-        bag = self.spec.network == "bag"
-        for key, conn in conns:
+        """The enabled actions of the environment, in a fixed order: deliveries,
+        drops, duplicates (within their budgets), timeouts, crashes."""
+        out: list[Action] = []
+        conns = self.net.keyed()
+        bag = self.net.bag
+
+        def each_message(kind, conn_key, conn, only_data=False):
             for side in (0, 1):
                 src, dst = self._chan_names(conn, side)
-                for i, m in self._messages(conn, side):
-                    out.append(message_action("DELIVER", ("DELIVER", key, side, i), src, dst, m))
-        dgrams = self._dgram_groups()
-        for group, d in dgrams:
-            src, dst = self._dgram_names(d)
-            out.append(Action(("DELIVER_DGRAM", group), "DELIVER", src, dst, DATA, d.data))
+                for i, m in self.net.messages(conn, side):
+                    if not only_data or m.kind == DATA:
+                        out.append(MessageAction(kind, conn_key, side, i, src, dst, m.kind,
+                                                 m.data if m.kind == DATA else None))
+
+        def each_dgram(kind):
+            for group, d in dgrams:
+                out.append(DatagramAction(kind, group, *self._dgram_names(d), d.data))
+        for key, conn in conns:
+            each_message("DELIVER", key, conn)
+        dgrams = self.net.dgram_groups()
+        each_dgram("DELIVER")
         if self.budgets.get("drop", 0) > 0:
             for key, conn in conns:
                 if not conn.in_flight():
                     continue
                 if bag and conn.established:
-                    for side in (0, 1):
-                        src, dst = self._chan_names(conn, side)
-                        for i, m in self._messages(conn, side):
-                            out.append(message_action("DROP", ("DROP", key, side, i), src, dst, m))
+                    each_message("DROP", key, conn)
                 else:
-                    src, dst = self._chan_names(conn, 0)
-                    out.append(Action(("DROP", key), "DROP", src, dst))
-            for group, d in dgrams:
-                src, dst = self._dgram_names(d)
-                out.append(Action(("DROP_DGRAM", group), "DROP", src, dst, DATA, d.data))
+                    out.append(ResetChannel(key, *self._chan_names(conn, 0)))
+            each_dgram("DROP")
         if bag and self.budgets.get("dup", 0) > 0:
             for key, conn in conns:
-                if not conn.established:
-                    continue
-                for side in (0, 1):
-                    src, dst = self._chan_names(conn, side)
-                    for i, m in self._messages(conn, side):
-                        if m.kind == DATA:
-                            out.append(message_action("DUP", ("DUP", key, side, i), src, dst, m))
-            for group, d in dgrams:
-                src, dst = self._dgram_names(d)
-                out.append(Action(("DUP_DGRAM", group), "DUP", src, dst, DATA, d.data))
+                if conn.established:
+                    each_message("DUP", key, conn, only_data=True)
+            each_dgram("DUP")
         fire = self.budgets.get("fire")
         if fire is None or fire > 0:
             for node in self.nodes:
                 timed = [t for t in node.tasks.blocked() if t.block.timeout_ns] if node.alive else []
-                for t in timed:          # one FIRE per blocked thread (SPEC §9.1)
-                    key = ("FIRE", node.index) + ((t.index,) if t.index else ())
-                    out.append(Action(key, "FIRE", node=node.name, call=t.block.what,
-                                      timeout_ns=t.block.timeout_ns,
-                                      **node.tasks.fire_names(t, len(timed) > 1)))
+                for t in timed:          # one FIRE per blocked thread
+                    out.append(Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.index,
+                                    **node.tasks.fire_names(t, len(timed) > 1)))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:
                 if not node.alive:
                     continue
                 k = len(node.disk.pending) if node.disk.partial else 0
                 if not k:
-                    out.append(Action(("CRASH", node.index), "CRASH", node=node.name))
+                    out.append(Crash(node.index, node.name))
                 else:                           # fsync partial: j of the k reached disk
-                    out += [Action(("CRASH", node.index, j), "CRASH", node=node.name,
-                                   reached=j, unsynced=k) for j in range(k + 1)]
+                    out += [Crash(node.index, node.name, j, k) for j in range(k + 1)]
         return out
 
     def apply(self, key: tuple) -> Action:
@@ -357,48 +318,53 @@ class Cluster:
                               "deterministic")
         self.step += 1
         self.step_label = f"<{action.label}>"
-        kind = key[0]
-        if kind == "DELIVER":
-            self._deliver(self._conn_by_key(key[1]), key[2], key[3])
-        elif kind == "DROP":
-            self.budgets["drop"] -= 1
-            conn = self._conn_by_key(key[1])
-            if len(key) == 4:                 # bag: that one message is lost
-                del conn.chan[key[2]][key[3]]
-            else:
-                self._reset(conn)
-        elif kind == "DUP":
-            self.budgets["dup"] -= 1
-            chan = self._conn_by_key(key[1]).chan[key[2]]
-            chan.append(Msg(chan[key[3]].kind, chan[key[3]].data))
-        elif kind in ("DELIVER_DGRAM", "DROP_DGRAM", "DUP_DGRAM"):
-            d = next(d for d in self.net.dgrams if d.group() == key[1])
-            if kind == "DUP_DGRAM":
+        net = self.net
+        match action:
+            case MessageAction(kind="DELIVER"):
+                self._tell(net.deliver(net.connection(action.conn), action.side, action.index))
+            case MessageAction(kind="DROP"):
+                self.budgets["drop"] -= 1
+                net.drop(net.connection(action.conn), action.side, action.index)
+            case ResetChannel():
+                self.budgets["drop"] -= 1
+                self._tell(net.drop(net.connection(action.conn)))
+            case MessageAction(kind="DUP"):
                 self.budgets["dup"] -= 1
-                self.net.dgrams.append(Datagram(d.src_owner, d.src, d.dst, d.data))
-            else:
-                self.net.dgrams.remove(d)
-                if kind == "DROP_DGRAM":
-                    self.budgets["drop"] -= 1
-                else:
-                    dgram.arrive(self, d)
-        elif kind == "FIRE":
-            if self.budgets.get("fire") is not None:
-                self.budgets["fire"] -= 1
-            node = self.nodes[key[1]]
-            index = key[2] if len(key) > 2 else 0
-            block = next(t.block for t in node.tasks.blocked() if t.index == index)
-            node.history.append(("FIRE", block.timeout_ns) if not index else
-                                ("FIRE", index, block.timeout_ns))
-            node.tasks.fire(index)
-        elif kind == "CRASH":
-            self.budgets["crash"] -= 1
-            self._crash(self.nodes[key[1]], *key[2:])
-        self.net.collect()
+                net.dup(net.connection(action.conn), action.side, action.index)
+            case DatagramAction(kind="DELIVER"):
+                self._tell(net.deliver_dgram(net.datagram(action.group)))
+            case DatagramAction(kind="DROP"):
+                self.budgets["drop"] -= 1
+                net.drop_dgram(net.datagram(action.group))
+            case DatagramAction(kind="DUP"):
+                self.budgets["dup"] -= 1
+                net.dup_dgram(net.datagram(action.group))
+            case Fire():
+                if self.budgets.get("fire") is not None:
+                    self.budgets["fire"] -= 1
+                node, index = self.nodes[action.node], action.thread_index
+                node.history.append(("FIRE", action.timeout_ns) if not index else
+                                    ("FIRE", index, action.timeout_ns))
+                node.tasks.fire(index)
+            case Crash():
+                self.budgets["crash"] -= 1
+                self._crash(self.nodes[action.node], *(() if action.reached is None
+                                                       else (action.reached,)))
+        net.collect()
         self.settle()
-        self.net.collect()
+        net.collect()
         self.compact()
         return action
+
+    def _tell(self, told: list[Told]) -> None:
+        """Hand on what the network told the owners of endpoints: a node's input
+        history; a ghost client's connection reset ends it (it never reconnects)."""
+        for end, what in told:
+            if end.owner.client is None:
+                self.nodes[end.owner.node].history.append(what)
+            elif what[0] == "RESET":
+                self.client_named(end.owner.client).finished = True
+                end.closed = True
 
     def compact(self) -> None:
         """The zeros of the nodes' large files become holes (content.compact): a
@@ -410,51 +376,6 @@ class Cluster:
                 compact(node.cwd)
                 disk.compacted = disk.generation
 
-    def _conn_by_key(self, key: tuple) -> Connection:
-        for k, c in self._conns_in_order():
-            if k == key:
-                return c
-        raise EngineError(f"nondeterminism: replaying the same actions, the connection of "
-                          f"{describe_key(('DELIVER', key))} does not exist any more")
-
-    def _deliver(self, conn: Connection, side: int, index: int = 0) -> None:
-        msg = conn.chan[side][index]
-        del conn.chan[side][index]
-        if msg.kind == CONNECT:
-            found = self.net.listener_for(conn.dst)
-            if found is None:
-                self._reset(conn)       # refused: nothing listens there now
-                return
-            owner, lsock = found
-            conn.b = Endpoint(owner, conn.dst)
-            conn.established = True
-            lsock.backlog.append(conn)
-            lsock.arrivals += 1
-            self.nodes[owner].history.append(("ACCEPTABLE", conn.key()))
-            return
-        receiver = conn.end(1 - side)
-        receiver.arrivals += 1
-        if isinstance(receiver.owner, int):
-            self.nodes[receiver.owner].history.append((msg.kind, conn.key(), msg.data))
-        if msg.kind == DATA:
-            if receiver.closed:
-                self._reset(conn)       # data to a closed socket: the peer gets RST
-            else:
-                receiver.rbuf += msg.data
-        elif msg.kind == FIN:
-            receiver.eof = True
-        elif msg.kind == RST:
-            self._reset(conn)
-
-    def _reset(self, conn: Connection) -> None:
-        for owner in self.net.reset(conn):
-            if isinstance(owner, str):
-                client = self.client_named(owner)
-                client.finished = True
-                conn.a.closed = True
-            else:
-                self.nodes[owner].history.append(("RESET", conn.key()))
-
     def _crash(self, node: Node, *reached: int) -> None:
         """CRASH node; under fsync partial `reached` is how many of its unsynced
         writes reached disk (none given: none did)."""
@@ -462,17 +383,7 @@ class Cluster:
         node.kill()
         node.disk.crash(node.cwd, *reached)
         shm.forget(node)                   # shared memory does not survive the machine
-        for conn in list(self.net.conns):
-            mine = [ep for ep in (conn.a, conn.b) if ep is not None and ep.owner == node.index]
-            if mine:
-                for ep in mine:
-                    ep.closed = True
-                self._reset(conn)
-        self.net.tcp = [(o, s) for o, s in self.net.tcp if o != node.index]
-        for addr, (owner, _) in list(self.net.udp.items()):
-            if owner == node.index:
-                del self.net.udp[addr]
-        self.net.collect()
+        self._tell(self.net.crash(node.index))
         node.crashes += 1
         node.incarnation += 1
         node.history.append(("CRASH",) + reached)
@@ -536,7 +447,7 @@ class Cluster:
             items = [(m.kind, m.data) for m in msgs]
             return tuple(sorted(items) if self.spec.network == "bag" else items)
         conns = []
-        for key, c in self._conns_in_order():
+        for key, c in self.net.keyed():
             conns.append((key, c.established, c.refused, chan(c.chan[0]), chan(c.chan[1]),
                           ep_state(c.a), ep_state(c.b)))
         dgrams = tuple(sorted(d.group() for d in self.net.dgrams))
@@ -554,13 +465,13 @@ class Cluster:
 
     def network_view(self) -> list[dict]:
         out = []
-        for _, conn in self._conns_in_order():
+        for _, conn in self.net.keyed():
             for side in (0, 1):
                 src, dst = self._chan_names(conn, side)
                 for m in conn.chan[side]:
                     out.append({"src": src, "dst": dst, "kind": m.kind,
                                 "data": m.data.decode("utf-8", errors="replace")})
-        for _, d in self._dgram_groups():
+        for _, d in self.net.dgram_groups():
             src, dst = self._dgram_names(d)
             for same in (x for x in self.net.dgrams if x.group() == d.group()):
                 out.append({"src": src, "dst": dst, "kind": "DGRAM",

@@ -75,22 +75,6 @@ def recv(proc, sock: Sock, length: int, flags: int, deliver, write_src) -> Block
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "recvfrom")
 
 
-def arrive(cluster, dgram: Datagram) -> None:
-    """The environment delivers one datagram."""
-    found = cluster.net.udp_for(dgram.dst)
-    if found is None:                        # nobody bound there: lost; a connected
-        sender = cluster.net.udp.get(dgram.src)      # sender hears of it (ICMP)
-        if sender is not None and sender[1].peer == dgram.dst:
-            sender[1].error = errno.ECONNREFUSED
-        return
-    owner, sock = found
-    if sock.peer is not None and sock.peer != dgram.src:
-        return                               # a connected socket filters other sources
-    sock.rqueue.append((dgram.src, dgram.data))
-    sock.arrivals += 1
-    cluster.nodes[owner].history.append(("DGRAM", dgram.group()))
-
-
 def release(proc, sock: Sock) -> None:
     net = proc.node.cluster.net
     if sock.local is not None and net.udp.get(sock.local, (None, None))[1] is sock:

@@ -145,16 +145,17 @@ def _not_a_socket(call, fd: int):
     return None
 
 
-def _file_of_call(call, on_socket: int):
-    """node_file of the call's first argument; else its answer: on a virtual socket
-    the error `on_socket` (EBADF for a number with nothing behind it), and for
-    anything that is not a file of the node's directory, CONTINUE."""
+def _file_of_call(call, on_socket: int) -> tuple:
+    """(node_file of the call's first argument, None), or (None, the call's answer):
+    on a virtual socket the error `on_socket` (EBADF for a number with nothing
+    behind it), and for anything that is not a file of the node's directory,
+    CONTINUE."""
     fd = fd_arg(call.args[0])
     failed = _not_a_socket(call, fd)
     if failed is not None:
-        return Err(on_socket) if failed.errno == errno.EINVAL else failed
+        return None, Err(on_socket) if failed.errno == errno.EINVAL else failed
     found = node_file(call, fd) if call.node.disk.on else None
-    return CONTINUE if found is None else found
+    return (None, CONTINUE) if found is None else (found, None)
 
 
 @handles("fsync", "fdatasync")
@@ -184,10 +185,9 @@ def sys_fsync(call):
 @handles("sync_file_range")
 def sys_sync_file_range(call):
     proc, args = call.proc, call.args
-    found = _file_of_call(call, errno.ESPIPE)
-    if not isinstance(found, tuple):
-        return found
-    fd = fd_arg(args[0])
+    found, answer = _file_of_call(call, errno.ESPIPE)
+    if answer is not None:
+        return answer
     offset, nbytes, flags = args[1], args[2], args[3]
     if offset >> 63 or nbytes >> 63 or flags & ~7:
         return Err(errno.EINVAL)
@@ -296,9 +296,9 @@ def _removed(call, paths: list) -> bytes | None:
 @handles("fallocate")
 def sys_fallocate(call):
     proc, args = call.proc, call.args
-    found = _file_of_call(call, errno.ENODEV)
-    if not isinstance(found, tuple):
-        return found
+    found, answer = _file_of_call(call, errno.ENODEV)
+    if answer is not None:
+        return answer
     mode = args[1] & 0xFFFFFFFF
     if mode & ~FALLOC_FL_KEEP_SIZE:
         return unsupported(call, call.nr, args, f"changes {found[1]} in a way the disk "

@@ -21,7 +21,7 @@ from ..linux.abi import (VFD_BASE, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_PEEK, MSG_TRU
                          SO_RCVTIMEO)
 from .answer import CONTINUE, Block, Err, Ret
 from .handler import fd_arg, handles, read_iovecs, unsupported
-from ..world.net import DATA, FIN, Msg, Sock, sock_timeout
+from ..world.net import DATA, FIN, Msg, Owner, Sock, sock_timeout
 from .sockets import NATIVE_FAMILIES, connect_outcome, get_sock, lowest_free, new_fd, with_sock
 from ..linux.syscalls_x86_64 import NR
 
@@ -192,7 +192,7 @@ def sys_connect(call, sock):
     if sock.local is None:
         sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", proc.node.cluster.ephemeral_port(proc.node))
         proc.node.cluster.net.tcp.append((proc.node.index, sock))
-    sock.conn = proc.node.cluster.net.connect(proc.node.index, sock.local, dst)
+    sock.conn = proc.node.cluster.net.connect(Owner(node=proc.node.index), sock.local, dst)
     sock.side = 0
     sock.connecting = True
     if sock.nonblock:

@@ -37,22 +37,22 @@ def pack(family: int, addr: tuple[str, int]) -> bytes:
             + socket.inet_pton(AF_INET6, ip) + bytes(4))
 
 
-def read(node, addr: int, length: int):
+def read(proc, addr: int, length: int):
     if not addr or length < 2:
         return None
-    return parse(node.read(addr, min(length, 128)))
+    return parse(proc.read(addr, min(length, 128)))
 
 
-def write(node, addr_ptr: int, len_ptr: int, family: int, addr) -> bool:
+def write(proc, addr_ptr: int, len_ptr: int, family: int, addr) -> bool:
     """Write an address where the program asked for one (accept, getsockname...):
     *len_ptr is the room on input and the true length on output."""
     if not addr_ptr:
         return True
-    raw_len = node.read(len_ptr, 4)
+    raw_len = proc.read(len_ptr, 4)
     if raw_len is None or len(raw_len) != 4:
         return False
     room = struct.unpack("<I", raw_len)[0]
     data = pack(family, addr)
-    if room and not node.write(addr_ptr, data[:room]):
+    if room and not proc.write(addr_ptr, data[:room]):
         return False
-    return node.write(len_ptr, struct.pack("<I", len(data)))
+    return proc.write(len_ptr, struct.pack("<I", len(data)))

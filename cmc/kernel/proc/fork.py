@@ -205,7 +205,7 @@ def _move_home(node, address: int | None) -> None:
     """HOME is the node's directory (node.py): point the copy's at its own (as long
     as the original's: fork_world checks)."""
     if address is not None:
-        node.write(address, os.fsencode(node.cwd))
+        node.tasks.main.write(address, os.fsencode(node.cwd))
 
 
 def _replace_fds(node, plan, old_cwd: str) -> None:
@@ -291,8 +291,8 @@ class Lease:
     through a path a copy kept to it (`check`)."""
 
     def __init__(self, node):
-        self.pid = node.tasks.pid if node.alive else 0
-        self.tap = node.tasks.tap if node.alive else None
+        self.pid = node.tasks.pid if node.tasks.alive else 0
+        self.tap = node.tasks.tap if node.tasks.alive else None
         held = node.tasks.pending
         self.notif = held[0] if held is not None else None   # one thread held
         self.cwd = node.cwd
@@ -318,12 +318,12 @@ class Lease:
             self.users = 0
             node.lease = None
             node.root = self.root
-            if node.alive:
+            if node.tasks.alive:
                 node.take_over(self.notif)
             return
         world = node.cluster.roots.make()
         cwd = os.path.join(world, "nodes", os.path.basename(self.cwd))
-        fork = keep_process and node.alive
+        fork = keep_process and node.tasks.alive
         if fork:
             if self.plan is None:
                 try:
@@ -392,7 +392,7 @@ def lend(node) -> Lease:
 def forkable(node) -> None:
     """What can be seen from cmc's record alone: a node that may be forked later.
     Raises NotForkable."""
-    if not node.alive:
+    if not node.tasks.alive:
         return
     if len(node.tasks.threads) > 1 or node.tasks.next_thread > 1 or node.tasks.next_proc > 1:
         raise NotForkable(f"node {node.name} has had threads or processes")

@@ -162,10 +162,6 @@ class Node:
         none (its world is closed, or the node crashes in it)."""
         self.tasks.let_go()
 
-    # -- memory (of the launched process; a handler's is its caller's) -----------
-    def write(self, addr: int, data: bytes) -> bool:
-        return self.tasks.main.write(addr, data)
-
     # -- logical time and randomness -----------------------------------------
     def realtime_ns(self) -> int:
         return REALTIME_START_NS + self.elapsed_ns

@@ -43,9 +43,11 @@ from ..calls.answer import ANSWERED, CONTINUE, Block, Err
 from ..calls.calllog import render
 from ..linux import _native, procfs
 from ..linux.procfs import task_children, task_ids, task_state
-from ..linux.syscalls_x86_64 import NR
+from ..calls.handler import fd_arg
+from ..linux.syscalls_x86_64 import NAME, NR
+from ..world.net import fmt_addr
 from .tasks import Tasks, _past_fork, _reaped
-from .threads import NATIVE_WAITS, Process, Thread
+from .tasks import NATIVE_WAITS, Process, Thread
 
 # What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
 # signal handler, ERESTARTSYS is EINTR unless SA_RESTART (then the call is made again);
@@ -369,3 +371,90 @@ class Scheduler(Tasks):
             self._resume(t, Err(code))
             return True
         return False
+
+    def blocked_calls(self):
+        """The node's blocked calls, for the fingerprint: (call, timeout) for a node
+        of one thread; else, per thread in creation order, (index, call, timeout),
+        or (index, the native call it sleeps in) or (index, None: running); the
+        index is (process index, thread index) in a node that has had processes."""
+        if len(self.threads) == 1 and self.next_thread == 1:
+            t = next(iter(self.threads.values()))
+            return (t.block.what, t.block.timeout_ns) if t.block is not None else None
+        out = []
+        for t in self.threads.values():
+            who = (t.proc.number, t.index) if self.next_proc > 1 else t.index
+            if t.block is not None:
+                out.append((who, t.block.what, t.block.timeout_ns) + _blocked_on(t))
+            else:
+                out.append((who, NAME.get(t.native) if t.native is not None else None))
+        return tuple(out)
+
+    def _stuck(self) -> str:
+        """Who kept running, for the watchdog's message."""
+        if len(self.threads) <= 1 and self.next_proc <= 1:
+            return "ran"
+        loose = [t for t in self.threads.values() if t.notif is None]
+        shown = []
+        for t in loose:
+            _, nr = task_state(t.proc.pid, t.tid)
+            shown.append(self.who(t) + (f" (in {NAME.get(nr, nr)})" if nr is not None else ""))
+        if self.forking is not None:
+            shown.append(f"the child process {self.who(self.forking[0])} forked, not seen")
+        return ", ".join(shown) + (" ran" if len(shown) == 1 else " were running")
+
+    def fire_names(self, t: Thread, several: bool) -> dict:
+        """How a FIRE of thread t names it (by creation order): not at all when it is
+        the node's only timed wait; else its process, in a node that has had more
+        than one, and its thread, where its process has more than one."""
+        if not several:
+            return {}
+        if self.next_proc <= 1:
+            return {"thread": t.index}
+        return {"process": t.proc.number,
+                "thread": t.index if self._threaded(t.proc) else None}
+
+    def who(self, t) -> str:
+        """A thread (or a process) as messages name it: by creation order."""
+        if isinstance(t, Process):
+            return f"process {t.number}"
+        if self.next_proc > 1:
+            return f"process {t.proc.number}" + (f" thread {t.index}"
+                                                 if self._threaded(t.proc) else "")
+        return f"thread {t.index}"
+
+    def _threaded(self, proc: Process) -> bool:
+        """Whether process proc has more than one thread now."""
+        return sum(1 for u in self.threads.values() if u.proc is proc) > 1
+
+
+def _blocked_on(t: Thread) -> tuple:
+    """What a thread's held call waits on: for a futex wait, its place in the
+    queue; for a call on a virtual socket of a connection or a listener, that
+    connection's or listener's address, so that two worlds in which threads wait on
+    the same sockets the other way round (one thread per connection, connections
+    accepted in another order) are two worlds, not one (--check-merges found it in
+    demo/tlog). Empty otherwise."""
+    if t.block is not None and t.block.waiter is not None:
+        # Which word a futex waiter waits on (named by its rank among the words
+        # waited on, not by its address, which --det's shifted stack would move)
+        # and its place among that word's waiters (a wake takes the first): two
+        # worlds that differ in either are two worlds (--check-merges, demo/tlog).
+        w = t.block.waiter
+        waiters = t.block.queue.waiters
+        words = sorted({x.addr for x in waiters})
+        same = [x for x in waiters if x.addr == w.addr]
+        return next((("queued", words.index(w.addr), i) for i, x in enumerate(same)
+                     if x is w), ())
+    notif = t.notif
+    if notif is None or notif.nr not in _ON_FD:
+        return ()
+    sock = t.proc.fds.get(fd_arg(notif.args[0]))
+    if sock is None or not hasattr(sock, "conn"):
+        return ()
+    if sock.conn is not None:
+        return (sock.conn.key(),)
+    return (fmt_addr(sock.local),) if sock.listening and sock.local is not None else ()
+
+
+_ON_FD = frozenset(NR[n] for n in ("read", "readv", "recvfrom", "recvmsg", "write", "writev",
+                                   "sendto", "sendmsg", "accept", "accept4", "connect"))

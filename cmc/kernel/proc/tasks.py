@@ -1,28 +1,201 @@
-"""A node's processes and threads as cmc tracks them: who they are, finding the new
-ones (a clone, a fork), forgetting those gone, ending them all, and naming them in
-messages. The loop that runs them is the scheduler (scheduler.py), which is this
-table with the notification loop on top; a node holds one (`Node.tasks`) per
-incarnation.
+"""A node's processes and threads as cmc tracks them: who they are, what each is
+doing, finding the new ones (a clone, a fork), forgetting those gone, ending them
+all. The loop that runs them is the scheduler (scheduler.py), which is this table
+with the notification loop on top; a node holds one (`Node.tasks`) per incarnation.
+
+cmc runs the threads of a node one at a time (docs/target-contract.md, "Threads").
+A thread is, at any moment, in one of these conditions:
+
+- *held*: cmc has its notification and has not answered it. Either the call is not
+  dispatched yet (`block` None: it arrived while another thread was running), or it
+  is blocked (`block`, a `Block`: a recv with nothing to read, an emulated futex
+  wait, a sleep) until an action or another thread makes it complete;
+- *running*: cmc answered its last call and has not seen its next one;
+- *natively blocked*: asleep in a call that runs natively (not notified) and that
+  only another thread of the node can end (a read of a pipe, a wait for a signal);
+- *exited*, when the kernel no longer lists it.
+
+Which of the last three a thread not held is in is read from the kernel
+(linux/procfs.py: a task's stat and syscall files), never guessed from how long it
+has been quiet. A thread's *index* is the lowest number no other live thread of the
+node has (over every process of it; 0: the main thread), given when cmc first sees
+it: a function of the live threads, so that two worlds alike but for a thread that
+came and went number the next thread alike. cmc shows indexes, never tids, which
+differ from run to run.
+
+A node is a process tree (docs/target-contract.md, "Process trees"): each process of
+it is a `Process`, indexed in creation order too (0: the program cmc launched). What
+the kernel keeps per process -- the descriptor table, the close-on-exec flags, the
+epoll instances, the futex queues of its private memory, the descriptor limit, the
+memory itself -- is the process's; a handler is given the process that made the
+call, and reaches the node through it.
 
 A node's processes are watched on pidfds (`_poller`, with the seccomp listener): a
 copy of a world shares the lent processes until it runs them (fork.py), and then
-`take_over` (the last user: as they are) or `adopt` (a fork of them) makes them this
+`take_over` (the last user: as they are) or `attach` (a fork of them) makes them this
 record's; `let_go`, when the record gives them up to the worlds still using them.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import signal
 import time
+from dataclasses import dataclass, field
 
 from ...interrupts import interrupts_held
-from ..calls.handler import fd_arg
 from ..linux import _native, procfs
 from ..linux.procfs import task_state
-from ..linux.syscalls_x86_64 import NAME, NR
-from ..world.net import fmt_addr
-from .threads import NATIVE_WAITS, Futexes, Process, Thread
+from ..linux.syscalls_x86_64 import NR
+
+
+# Calls a thread may sleep in natively, not notified, that another thread of the
+# node ends (a pipe or AF_UNIX socket between threads, a signal sent by a thread, a
+# child reaped): a thread asleep in one does not keep its node from being quiescent.
+# The poll family is there too: over real descriptors only and without a timeout, cmc
+# lets the real kernel wait (calls/waits.py), for a pipe another thread writes, say.
+NATIVE_WAITS = frozenset(NR[n] for n in (
+    "read", "readv", "pread64", "recvfrom", "recvmsg", "pause", "rt_sigsuspend",
+    "rt_sigtimedwait", "wait4", "waitid", "accept", "accept4", "flock",
+    "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+))
+
+
+@dataclass
+class Thread:
+    index: int                  # the lowest free when it came (0: main)
+    tid: int
+    proc: object = None         # the Process it belongs to
+    notif: object = None        # the held notification, None when not held
+    block: object = None        # the held call's Block once dispatched and blocked
+    ctid: int = 0               # CLONE_CHILD_CLEARTID: cleared and woken at its exit
+    exiting: bool = False       # it called exit(): gone once the kernel drops it
+    native: int | None = None   # the native call it sleeps in (NATIVE_WAITS), if any
+    native_at: int = 0          # ... seen when the node's processes had ended this often
+    yielded: int = 0            # its call is sched_yield (the how-manyth): others first
+
+
+_WAKES = itertools.count(1)     # only the order of two wakes is ever compared
+
+
+@dataclass
+class Waiter:
+    """A thread in an emulated futex wait."""
+    addr: int
+    bitset: int
+    thread: int                 # index
+    woken: int = 0              # when woken: a number every wake makes larger (> 0)
+
+
+@dataclass
+class Futexes:
+    """The node's emulated futex wait queues: waiters in the order they came."""
+    waiters: list[Waiter] = field(default_factory=list)
+
+    def wait(self, addr: int, bitset: int, thread: int) -> Waiter:
+        w = Waiter(addr, bitset, thread)
+        self.waiters.append(w)
+        return w
+
+    def leave(self, w: Waiter) -> None:
+        if w in self.waiters:
+            self.waiters.remove(w)
+
+    def wake(self, addr: int, n: int, bitset: int = 0xFFFFFFFF) -> int:
+        """Wake up to n waiters on addr whose bitset meets `bitset`; how many."""
+        woken = 0
+        for w in list(self.waiters):
+            if woken >= n:
+                break
+            if w.addr == addr and w.bitset & bitset:
+                w.woken = next(_WAKES)
+                self.waiters.remove(w)
+                woken += 1
+        return woken
+
+    def requeue(self, addr: int, addr2: int, n: int) -> int:
+        """Move up to n waiters on addr to addr2; how many."""
+        moved = 0
+        for w in self.waiters:
+            if moved >= n:
+                break
+            if w.addr == addr:
+                w.addr = addr2
+                moved += 1
+        return moved
+
+
+class Process:
+    """One process of a node: what the kernel keeps per process (its descriptor
+    table, close-on-exec flags, epoll instances, the futex queues of its private
+    memory, its descriptor limit, its memory). A handler is given the Process that
+    made the call; what is the node's (clocks, disk, state lines, scheduler) it
+    reaches through `node`."""
+    __slots__ = ("node", "number", "pid", "parent", "fds", "cloexec", "epolls", "futexes",
+                 "nofile", "pidfd", "vforked")
+
+    def __init__(self, node, number: int, pid: int, parent: "Process | None" = None):
+        self.node = node
+        self.number = number            # creation order ("index" is the node's)
+        self.pid = pid
+        self.parent = parent.number if parent is not None else None
+        self.pidfd = -1
+        self.vforked = False
+        self.futexes = Futexes()
+        if parent is None:
+            self.fds = {}
+            self.cloexec = set()
+            self.epolls = {}
+            self.nofile = node.nofile_start
+        else:                       # a child: copies of its parent's descriptors
+            self.fds = dict(parent.fds)
+            for sock in self.fds.values():
+                sock.refs += 1
+            self.cloexec = set(parent.cloexec)
+            self.epolls = dict(parent.epolls)   # the same instances
+            self.nofile = parent.nofile
+
+    def __getstate__(self):
+        """A copy (fork.py) shares the process by a lease, not the original's pidfd."""
+        state = {k: getattr(self, k) for k in Process.__slots__}
+        state.update(pidfd=-1)
+        return state
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"<process {self.number} of node {self.node.name}>"
+
+    # -- memory ---------------------------------------------------------------------
+    def read(self, addr: int, length: int) -> bytes | None:
+        try:
+            return _native.read_mem(self.pid, addr, length)
+        except OSError:
+            return None
+
+    def write(self, addr: int, data: bytes) -> bool:
+        self.node.own()                 # a process lent to other worlds is forked first
+        try:
+            _native.write_mem(self.pid, addr, data)
+            return True
+        except OSError:
+            return False
+
+    def read_cstr(self, addr: int, limit: int = 4096) -> bytes | None:
+        out = b""
+        while len(out) < limit:
+            chunk_len = min(256, 4096 - (addr + len(out)) % 4096)
+            chunk = self.read(addr + len(out), chunk_len)
+            if chunk is None:
+                return None
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                return out + chunk[:nul]
+            out += chunk
+        return out
 
 
 class Tap:
@@ -293,23 +466,6 @@ class Tasks:
         """The threads held in a blocked call, in creation order."""
         return [t for t in self.threads.values() if t.block is not None]
 
-    def blocked_calls(self):
-        """The node's blocked calls, for the fingerprint: (call, timeout) for a node
-        of one thread; else, per thread in creation order, (index, call, timeout),
-        or (index, the native call it sleeps in) or (index, None: running); the
-        index is (process index, thread index) in a node that has had processes."""
-        if len(self.threads) == 1 and self.next_thread == 1:
-            t = next(iter(self.threads.values()))
-            return (t.block.what, t.block.timeout_ns) if t.block is not None else None
-        out = []
-        for t in self.threads.values():
-            who = (t.proc.number, t.index) if self.next_proc > 1 else t.index
-            if t.block is not None:
-                out.append((who, t.block.what, t.block.timeout_ns) + _blocked_on(t))
-            else:
-                out.append((who, NAME.get(t.native) if t.native is not None else None))
-        return tuple(out)
-
     @property
     def pending(self):
         """(notification, Block) of a node of one thread held in a blocked call
@@ -332,44 +488,6 @@ class Tasks:
             return False                  # a process of a copy
         tgid, ppid = _ids(tid)
         return tgid in self.procs if tgid != tid else ppid in self.procs
-
-    def _stuck(self) -> str:
-        """Who kept running, for the watchdog's message."""
-        if len(self.threads) <= 1 and self.next_proc <= 1:
-            return "ran"
-        loose = [t for t in self.threads.values() if t.notif is None]
-        shown = []
-        for t in loose:
-            _, nr = task_state(t.proc.pid, t.tid)
-            shown.append(self.who(t) + (f" (in {NAME.get(nr, nr)})" if nr is not None else ""))
-        if self.forking is not None:
-            shown.append(f"the child process {self.who(self.forking[0])} forked, not seen")
-        return ", ".join(shown) + (" ran" if len(shown) == 1 else " were running")
-
-    def fire_names(self, t: Thread, several: bool) -> dict:
-        """How a FIRE of thread t names it (by creation order): not at all when it is
-        the node's only timed wait; else its process, in a node that has had more
-        than one, and its thread, where its process has more than one."""
-        if not several:
-            return {}
-        if self.next_proc <= 1:
-            return {"thread": t.index}
-        return {"process": t.proc.number,
-                "thread": t.index if self._threaded(t.proc) else None}
-
-    def who(self, t) -> str:
-        """A thread (or a process) as messages name it: by creation order."""
-        if isinstance(t, Process):
-            return f"process {t.number}"
-        if self.next_proc > 1:
-            return f"process {t.proc.number}" + (f" thread {t.index}"
-                                                 if self._threaded(t.proc) else "")
-        return f"thread {t.index}"
-
-    def _threaded(self, proc: Process) -> bool:
-        """Whether process proc has more than one thread now."""
-        return sum(1 for u in self.threads.values() if u.proc is proc) > 1
-
 
 def _past_fork(pid: int, tid: int) -> bool:
     """Whether thread tid has returned from its fork and sleeps natively (a parent in
@@ -404,36 +522,3 @@ def reap_orphans(pids: list[int], timeout_s: float) -> None:
         if not left or time.monotonic() > deadline:
             return
         time.sleep(0.001)
-
-
-def _blocked_on(t: Thread) -> tuple:
-    """What a thread's held call waits on: for a futex wait, its place in the
-    queue; for a call on a virtual socket of a connection or a listener, that
-    connection's or listener's address, so that two worlds in which threads wait on
-    the same sockets the other way round (one thread per connection, connections
-    accepted in another order) are two worlds, not one (--check-merges found it in
-    demo/tlog). Empty otherwise."""
-    if t.block is not None and t.block.waiter is not None:
-        # Which word a futex waiter waits on (named by its rank among the words
-        # waited on, not by its address, which --det's shifted stack would move)
-        # and its place among that word's waiters (a wake takes the first): two
-        # worlds that differ in either are two worlds (--check-merges, demo/tlog).
-        w = t.block.waiter
-        waiters = t.block.queue.waiters
-        words = sorted({x.addr for x in waiters})
-        same = [x for x in waiters if x.addr == w.addr]
-        return next((("queued", words.index(w.addr), i) for i, x in enumerate(same)
-                     if x is w), ())
-    notif = t.notif
-    if notif is None or notif.nr not in _ON_FD:
-        return ()
-    sock = t.proc.fds.get(fd_arg(notif.args[0]))
-    if sock is None or not hasattr(sock, "conn"):
-        return ()
-    if sock.conn is not None:
-        return (sock.conn.key(),)
-    return (fmt_addr(sock.local),) if sock.listening and sock.local is not None else ()
-
-
-_ON_FD = frozenset(NR[n] for n in ("read", "readv", "recvfrom", "recvmsg", "write", "writev",
-                                   "sendto", "sendmsg", "accept", "accept4", "connect"))

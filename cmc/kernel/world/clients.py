@@ -40,7 +40,7 @@ class Client:
                 return
             raw = bytes(self.linebuf[:nl]).rstrip(b"\r").decode("utf-8", errors="replace")
             del self.linebuf[:nl + 1]
-            record = cluster.spec.reply_record(self.name, conn.b.owner, len(cluster.replies),
+            record = cluster.spec.reply_record(self.name, conn.b.owner.node, len(cluster.replies),
                                                self.last_req, raw)
             cluster.replies.append(record)
             if self.open_op is not None:

@@ -7,14 +7,21 @@ CONNECT; delivering it queues the connection on whatever listens on the address
 then (or refuses it). FIN (close/shutdown) and RST (close with unread data) are
 messages of their own, after the data sent before them (SPEC §3, §8).
 
-The environment acts only on channels (DELIVER, DROP); nodes act only on their
+The environment acts only on channels (DELIVER, DROP, DUP); nodes act only on their
 sockets. A ghost client is an endpoint owned by no node: bytes sent to it are
 consumed at once and split into reply lines by the cluster.
+
+The network also holds the rules of what the environment may do to it and what
+that does (`keyed`, `messages`, `deliver`, `drop`, `dup`, the datagram ones, and
+`crash`): each returns who was told what (`Told`), which the cluster hands on --
+to a node's input history, or, for a reset, to the ghost client it ends.
 """
 from __future__ import annotations
 
+import errno
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ...errors import EngineError
 from ..linux.abi import SOL_SOCKET
@@ -56,6 +63,17 @@ def quote(data: bytes) -> str:
 Addr = tuple  # (ip: str, port: int)
 
 
+@dataclass(frozen=True)
+class Owner:
+    """Who holds one end of a connection: a node (its index) or a ghost client (its
+    name); written as the one or the other in a connection's key."""
+    node: int | None = None
+    client: str | None = None
+
+    def __str__(self) -> str:
+        return self.client if self.client is not None else str(self.node)
+
+
 def fmt_addr(addr: Addr) -> str:
     ip, port = addr
     return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
@@ -65,7 +83,7 @@ def fmt_addr(addr: Addr) -> str:
 class Endpoint:
     """One side of a connection, as its owner sees it."""
 
-    owner: object            # node index (int) or client name (str)
+    owner: Owner
     addr: Addr
     rbuf: bytearray = field(default_factory=bytearray)
     eof: bool = False        # a FIN was delivered
@@ -132,20 +150,30 @@ class Sock:
 
 @dataclass(eq=False)
 class Datagram:
-    src_owner: object
+    src_node: int
     src: Addr
     dst: Addr
     data: bytes
 
     def group(self) -> tuple:
-        return (str(self.src_owner), fmt_addr(self.src), fmt_addr(self.dst),
+        return (str(self.src_node), fmt_addr(self.src), fmt_addr(self.dst),
                 self.data.decode("latin-1"))
 
 
-class Network:
-    """Every connection in the world, and who listens where."""
+class Told(NamedTuple):
+    """What an action of the environment told the owner of an endpoint: an entry of
+    a node's input history (docs/target-contract.md, "State"), or, to a client,
+    that its connection was reset."""
+    end: Endpoint
+    what: tuple
 
-    def __init__(self, channel_cap: int):
+
+class Network:
+    """Every connection in the world, and who listens where; in a bag (`bag`), a
+    channel's messages may be taken in any order."""
+
+    def __init__(self, channel_cap: int, bag: bool = False):
+        self.bag = bag
         self.conns: list[Connection] = []
         self.tcp: list[tuple[int, Sock]] = []           # bound TCP sockets, bind order
         self.dgrams: list[Datagram] = []                 # UDP datagrams in flight
@@ -210,7 +238,7 @@ class Network:
         self.dgrams.append(dgram)
 
     # -- node side -----------------------------------------------------------
-    def connect(self, owner: object, local: Addr, dst: Addr) -> Connection:
+    def connect(self, owner: Owner, local: Addr, dst: Addr) -> Connection:
         self._serial += 1
         conn = Connection(self._serial, Endpoint(owner, local), dst)
         conn.chan[0].append(Msg(CONNECT))
@@ -225,9 +253,89 @@ class Network:
         chan.append(msg)
 
     # -- environment side ----------------------------------------------------
-    def reset(self, conn: Connection) -> list[object]:
-        """Reset a connection: in-flight data lost, both ends get ECONNRESET.
-        Returns the owners whose endpoints were told."""
+    def keyed(self) -> list[tuple[tuple, Connection]]:
+        """The connections in a fixed order, each with its key in this world: its
+        ends' owner and addresses, and which of the connections alike it is."""
+        conns = sorted(self.conns, key=lambda c: (c.key(), c.serial))
+        out, seen = [], {}
+        for c in conns:
+            k = c.key()
+            seen[k] = seen.get(k, -1) + 1
+            out.append((k + (seen[k],), c))
+        return out
+
+    def connection(self, key: tuple) -> Connection:
+        """The connection `key` names (an action replayed must find it)."""
+        for k, c in self.keyed():
+            if k == key:
+                return c
+        owner, src, dst = key[:3]
+        raise EngineError(f"nondeterminism: replaying the same actions, the connection of "
+                          f"DELIVER {owner}@{src} -> {dst} does not exist any more")
+
+    def messages(self, conn: Connection, side: int) -> list[tuple[int, Msg]]:
+        """The messages of a channel that the environment may act on, with their
+        places: the head in a FIFO network (or before the connection is
+        established); in a bag, one of each distinct message."""
+        chan = conn.chan[side]
+        if not chan:
+            return []
+        if not self.bag or not conn.established:
+            return [(0, chan[0])]
+        seen, out = set(), []
+        for i, m in enumerate(chan):
+            if (m.kind, m.data) not in seen:
+                seen.add((m.kind, m.data))
+                out.append((i, m))
+        return out
+
+    def deliver(self, conn: Connection, side: int, index: int = 0) -> list[Told]:
+        """Deliver the message at `index` of a channel. CONNECT queues the connection
+        on whoever listens at its address now (or refuses it); DATA goes to the
+        receiver's buffer (a closed receiver answers with a reset), FIN ends its
+        stream, RST resets the connection."""
+        msg = conn.chan[side][index]
+        del conn.chan[side][index]
+        if msg.kind == CONNECT:
+            found = self.listener_for(conn.dst)
+            if found is None:
+                return self.reset(conn)          # refused: nothing listens there now
+            owner, lsock = found
+            conn.b = Endpoint(Owner(node=owner), conn.dst)
+            conn.established = True
+            lsock.backlog.append(conn)
+            lsock.arrivals += 1
+            return [Told(conn.b, ("ACCEPTABLE", conn.key()))]
+        receiver = conn.end(1 - side)
+        receiver.arrivals += 1
+        told = [Told(receiver, (msg.kind, conn.key(), msg.data))] \
+            if receiver.owner.node is not None else []
+        if msg.kind == DATA:
+            if receiver.closed:
+                told += self.reset(conn)         # data to a closed socket: the peer gets RST
+            else:
+                receiver.rbuf += msg.data
+        elif msg.kind == FIN:
+            receiver.eof = True
+        elif msg.kind == RST:
+            told += self.reset(conn)
+        return told
+
+    def drop(self, conn: Connection, side: int | None = None, index: int = 0) -> list[Told]:
+        """Lose one message of a channel (in a bag: `side`, `index`), or, in a FIFO
+        network, the channel: the connection is reset."""
+        if side is None:
+            return self.reset(conn)
+        del conn.chan[side][index]
+        return []
+
+    def dup(self, conn: Connection, side: int, index: int) -> None:
+        """A copy of a message joins the end of its channel (a bag only)."""
+        chan = conn.chan[side]
+        chan.append(Msg(chan[index].kind, chan[index].data))
+
+    def reset(self, conn: Connection) -> list[Told]:
+        """Reset a connection: in-flight data lost, both ends get ECONNRESET."""
         conn.chan[0].clear()
         conn.chan[1].clear()
         told = []
@@ -236,7 +344,59 @@ class Network:
         for ep in (conn.a, conn.b):
             if ep is not None and not ep.closed:
                 ep.reset = True
-                told.append(ep.owner)
+                told.append(Told(ep, ("RESET", conn.key())))
+        return told
+
+    # -- datagrams, by the environment ---------------------------------------
+    def dgram_groups(self) -> list[tuple[tuple, Datagram]]:
+        """One datagram of each group in flight, in the groups' order."""
+        groups = {}
+        for d in self.dgrams:
+            groups.setdefault(d.group(), d)
+        return sorted(groups.items(), key=lambda kv: kv[0])
+
+    def datagram(self, group: tuple) -> Datagram:
+        return next(d for d in self.dgrams if d.group() == group)
+
+    def deliver_dgram(self, d: Datagram) -> list[Told]:
+        """A datagram arrives: to the socket bound at its address (a connected one
+        takes only its peer's); nobody bound there: it is lost, and a connected
+        sender hears of it (ICMP: ECONNREFUSED), as on Linux."""
+        self.dgrams.remove(d)
+        found = self.udp_for(d.dst)
+        if found is None:
+            sender = self.udp.get(d.src)
+            if sender is not None and sender[1].peer == d.dst:
+                sender[1].error = errno.ECONNREFUSED
+            return []
+        owner, sock = found
+        if sock.peer is not None and sock.peer != d.src:
+            return []                            # a connected socket filters other sources
+        sock.rqueue.append((d.src, d.data))
+        sock.arrivals += 1
+        return [Told(Endpoint(Owner(node=owner), d.dst), ("DGRAM", d.group()))]
+
+    def drop_dgram(self, d: Datagram) -> None:
+        self.dgrams.remove(d)
+
+    def dup_dgram(self, d: Datagram) -> None:
+        self.dgrams.append(Datagram(d.src_node, d.src, d.dst, d.data))
+
+    def crash(self, node: int) -> list[Told]:
+        """Node `node` is gone: its ends of connections close (each connection is
+        reset), its listeners and UDP sockets with them."""
+        told = []
+        for conn in list(self.conns):
+            mine = [ep for ep in (conn.a, conn.b) if ep is not None and ep.owner.node == node]
+            if mine:
+                for ep in mine:
+                    ep.closed = True
+                told += self.reset(conn)
+        self.tcp = [(o, s) for o, s in self.tcp if o != node]
+        for addr, (owner, _) in list(self.udp.items()):
+            if owner == node:
+                del self.udp[addr]
+        self.collect()
         return told
 
     def collect(self) -> None:
