@@ -1,5 +1,5 @@
-"""Issue 4: the command line, TLC's wording, exit statuses (cmc's and TLC's), the JSON
-report, and docs/errors.md checked against the code."""
+"""The command line says what the documentation says: TLC's wording, the exit statuses
+(cmc's and TLC's), the JSON report, and docs/errors.md checked against the code."""
 from __future__ import annotations
 
 import contextlib

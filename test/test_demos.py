@@ -1,4 +1,5 @@
-"""Issue 5: the demo suite. Each demo is a real program with a planted bug behind
+"""The demo suite catches every planted bug. Each demo is a real program with a
+planted bug behind
 #ifdef BUG that only one kind of environment action exposes: the correct build passes,
 the bug build fails with the expected property and a shortest counterexample ending
 in that action, and with that action's budget at 0 the bug build passes. Each run is

@@ -1,4 +1,4 @@
-"""Issue 7: `--fast` visits worlds by forking their processes from a snapshot, and must
+"""`--fast` visits worlds by forking their processes from a snapshot, and must
 give exactly what replay gives: the same output (verdict, counts, depth, the same
 shortest behavior, the same error), byte for byte apart from timestamps, and the
 same trace file. Every demo is run both ways (bug builds by default, correct builds
@@ -195,7 +195,7 @@ def test_fast_copies_a_node_that_ends_by_itself(tmp_path):
 
 
 def test_a_copy_forks_only_the_nodes_a_step_runs(tmp_path):
-    """Issue 16: a copy of a world shares every node's process with the world it was
+    """A copy of a world shares every node's process with the world it was
     copied from (docs/design.md, "Copying a world"); a step forks the nodes it runs,
     and the others stay the same processes in both worlds. In durlog's first world
     the primary is blocked connecting to the backup: alice's CONNECT to the primary

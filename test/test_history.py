@@ -1,5 +1,5 @@
-"""Issue 17: histories and linearizability, end to end through the real CLI. The two
-acceptance demos (demo/pbkv.c: a stale read at a backup; demo/register.c: an
+"""Histories and linearizability, end to end through the real CLI. The two demos of a
+non-linearizable history (demo/pbkv.c: a stale read at a backup; demo/register.c: an
 acknowledged write lost by a CRASH), the history as the text, JSON and trace replay
 show it, that a linearizable property leaves a model's counts as they were, and Redis
 (Debian's redis-server) checked for linearizability under the disk model."""

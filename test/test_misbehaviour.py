@@ -1,4 +1,4 @@
-"""Issue 3: a program that misbehaves is a target error, never a hang nor a silent wrong
+"""A program that misbehaves is a target error, never a hang nor a silent wrong
 answer (docs/target-contract.md, "Unsupported: what cmc says"): cmc exits 3 with a
 message that names the node, the step and the call, and leaves no process and no
 temporary directory behind.

@@ -1,5 +1,6 @@
-"""Issue 3: the probe suite. One small C program per call family, run through the real
-CLI under the real filter, built dynamic and static.
+"""The probe suite: under the real filter, every call family returns what Linux
+returns. One small C program per call family, run through the real CLI, built dynamic
+and static.
 
 Each probe checks what every call returns (value, errno, bytes) exactly as Linux does
 on loopback and reports `{"phase":N,"done":B,"fail":[...]}` on fd 3 (see the harness

@@ -1,5 +1,6 @@
-"""Issue 4: every property kind, through the real CLI, on real programs: the toy
-counter of test_search.py (its state space is derived there) and the clock program."""
+"""Every property kind is checked as documented, through the real CLI, on real
+programs: the toy counter of test_search.py (its state space is derived there) and the
+clock program."""
 from __future__ import annotations
 
 import re

@@ -1,5 +1,5 @@
-"""Issue 18, first part: `--ray ADDRESS` runs the workers of `--workers N` as Ray
-actors, with the counts and counterexample of one worker. Run where Ray is installed
+"""`--ray ADDRESS` runs the workers of `--workers N` as Ray actors, and gives the counts
+and counterexample of one worker. Run where Ray is installed
 (`pip install 'cmc[ray]'`); without it, `--ray` is a usage error."""
 from __future__ import annotations
 

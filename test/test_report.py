@@ -1,4 +1,4 @@
-"""Issue 6: the HTML report (a counterexample as a message-sequence chart) and the live
+"""The HTML report (a counterexample as a message-sequence chart) and the live
 progress display. The HTML is checked on a hand-made report (escaping, every mark,
 nothing fetched) and, in a real headless Chromium, on the durlog-bug counterexample
 produced by running the real program."""

@@ -1,5 +1,5 @@
-"""Issue 4: every search mode, through the real CLI, on a toy whose state space is
-known by hand.
+"""Every search mode, through the real CLI, gives the exact counts of a toy whose state
+space is known by hand.
 
 The toy (test/progs/counter.c, test/models/counter.model): one node counts the lines
 it receives; ghost clients a and b each connect and send one line. The node's only

@@ -1,4 +1,4 @@
-"""Issue 13's acceptance demo: tlog (demo/tlog.c, models/tlog.model), durlog's
+"""Threads, end to end, on tlog (demo/tlog.c, models/tlog.model), durlog's
 replicated log with a multi-threaded primary, as a threaded server ships: a thread per
 client connection (detached), one connection to the backup shared by every client
 thread under a mutex, and a reader thread that wakes the waiting client threads with a

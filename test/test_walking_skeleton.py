@@ -1,4 +1,7 @@
-"""Issue 2: cmc checks the real durlog program end to end."""
+"""cmc checks the real durlog program end to end: the correct build passes, the bug
+build is caught (a crash after the ACK, by a shortest trace) and passes without crashes,
+the output is the same byte for byte, time through libc is logical, an interrupt leaves
+nothing behind, and --replay shows each step of a trace."""
 from __future__ import annotations
 
 import os
@@ -160,7 +163,7 @@ def test_interrupts_during_cleanup_leave_nothing_behind(tmp_path):
 
 
 def test_replay_shows_each_step_of_durlog_bug_with_node_output(tmp_path):
-    """Issue 6: `cmc --replay` runs the written trace again from a fresh launch and shows,
+    """`cmc --replay` runs the written trace again from a fresh launch and shows,
     step by step, the action, each node's emulated calls and output, and the world."""
     trace = tmp_path / "t.json"
     r = run_cmc("--model-file", DURLOG, "-D", BUG, "--trace-out", trace, cwd=tmp_path)
