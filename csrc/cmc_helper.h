@@ -1,7 +1,7 @@
 /* cmc_helper.h: the C side of cmc's kernel layer, and the cffi cdef.
  *
  * Plain C, no policy, no Python.h. Every function returns >= 0 on success
- * or -errno. The seccomp filter itself is built by Python (cmc/kernel/filter.py)
+ * or -errno. The seccomp filter itself is built by Python (cmc/kernel/linux/filter.py)
  * and handed over as an array of classic BPF instructions.
  * This file is read verbatim by cffi as its cdef: keep it to declarations that
  * cffi can parse (no macros, no includes).

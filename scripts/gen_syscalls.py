@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate cmc/kernel/syscalls_x86_64.py from the kernel headers' unistd_64.h."""
+"""Generate cmc/kernel/linux/syscalls_x86_64.py from the kernel headers' unistd_64.h."""
 import re
 import sys
 
@@ -7,7 +7,7 @@ HEADER = "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"
 
 
 def main() -> None:
-    out = sys.argv[1] if len(sys.argv) > 1 else "cmc/kernel/syscalls_x86_64.py"
+    out = sys.argv[1] if len(sys.argv) > 1 else "cmc/kernel/linux/syscalls_x86_64.py"
     table = {}
     for line in open(HEADER, encoding="ascii"):
         m = re.match(r"#define __NR_(\w+)\s+(\d+)", line)

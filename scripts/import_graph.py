@@ -4,8 +4,9 @@
     python3 scripts/import_graph.py            # the rooms, then cmc/kernel module by module
 
 Each line is `A -> B, C`: module or room A imports B and C (imports of cmc's own modules
-only, static ones, at any depth of the file; the compiled helper is left out). The kernel's modules are listed bottom-up:
-each imports only modules listed before it.
+only, static ones, at any depth of the file; the compiled helper is left out). The
+kernel's rooms (linux, world, calls, proc, and cluster on top), then its modules, are
+listed bottom-up: each imports only those listed before it.
 """
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ def room(module: str) -> str:
     return ".".join(parts[:2])
 
 
+def is_package(module: str) -> bool:
+    return ROOT.parent.joinpath(*module.split(".")).is_dir()
+
+
+def kernel_room(module: str) -> str:
+    """cmc.kernel.world.net -> world; cmc.kernel.cluster -> cluster."""
+    return module.split(".")[2]
+
+
 def graph() -> dict[str, set[str]]:
     return {module_name(p): imports(p) for p in sorted(ROOT.rglob("*.py"))}
 
@@ -71,7 +81,14 @@ def main() -> None:
     for r in sorted(rooms):
         print(f"  {r} -> {', '.join(sorted(rooms[r])) or '(nothing)'}")
     kernel = {m: {d for d in deps if d.startswith("cmc.kernel.") and d in g}
-              for m, deps in g.items() if m.startswith("cmc.kernel.")}
+              for m, deps in g.items() if m.startswith("cmc.kernel.") and not is_package(m)}
+    kroom = {}
+    for m, deps in kernel.items():
+        kroom.setdefault(kernel_room(m), set()).update(
+            kernel_room(d) for d in deps if kernel_room(d) != kernel_room(m))
+    print("cmc/kernel's rooms, bottom-up:")
+    for r in layered(kroom):
+        print(f"  {r} -> {', '.join(sorted(kroom[r])) or '(nothing)'}")
     print("cmc/kernel, bottom-up:")
     for m in layered(kernel):
         deps = sorted(d.removeprefix("cmc.kernel.") for d in kernel[m])

@@ -211,7 +211,7 @@ def test_a_copy_forks_only_the_nodes_a_step_runs(tmp_path):
                           str(tmp_path), many=True)
 
     def pids(w):
-        return {n.name: n.pid for n in w._c.nodes}
+        return {n.name: n.tasks.pid for n in w._c.nodes}
 
     def connect(w, src, dst):
         return next(a.key for a in w.actions() if a.fields["kind"] == "DELIVER" and

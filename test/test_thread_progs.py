@@ -50,7 +50,7 @@ PROGRAMS = {
     "rust_tpc-untimed": (Prog("rust_tpc.model", ("-D", "wait=0"), rust=True), (25, 18, 6)),
     # The default: bob waits with Condvar::wait_timeout_while (2 s), a FIRE. After it
     # the clock stands at the deadline, std computes a zero timeout and waits again:
-    # that wait takes a nanosecond of the node's time (threadcalls.py), and the loop
+    # that wait takes a nanosecond of the node's time (calls/threads.py), and the loop
     # ends, as on Linux.
     "rust_tpc": (Prog("rust_tpc.model", rust=True), (37, 29, 7)),
 }

@@ -12,7 +12,7 @@ action reuses the system the world was reached with when there is one (the
 initial launch).
 
 With `fast` (--fast), a world is copied instead: the processes of a world held
-in a snapshot are forked (cmc/kernel/fork.py), one copy per enabled action but
+in a snapshot are forked (cmc/kernel/proc/fork.py), one copy per enabled action but
 the last, which takes the snapshot itself. A new world found this way is kept as
 the snapshot to expand it from, up to KEEP snapshots; a world without one is
 replayed once and copied from there. A world that cannot be copied, a copy that

@@ -3,7 +3,8 @@
 The engine knows a system only through: `launch()` (State 1), `actions()` (the
 enabled environment actions, in a fixed order), `apply(key)`, `fingerprint()`
 and `view()`. This module turns those into process launches, deliveries,
-resets, timeouts and kills, and computes what SPEC §3 puts in a world.
+resets, timeouts and kills, and computes what a world is (docs/target-contract.md,
+"Worlds and actions"; docs/design.md, "The world and its fingerprint").
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ class ClusterSpec:
     disk: str = "fsync"     # the page cache of the nodes' files (disk.py)
     channel_cap: int = 64
     watchdog_s: float = 10.0
-    history: bool = False   # keep the clients' operations (SPEC §9.4), in the view
+    history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
 
 
 class Cluster:
@@ -151,7 +152,7 @@ class Cluster:
 
     def send(self, conn: Connection, side: int, msg: Msg) -> None:
         """A node sends on its end of conn. Bytes to a ghost client are consumed
-        at once (SPEC §8: no DELIVER, no DROP)."""
+        at once (no DELIVER, no DROP: docs/model-file.md, the `client` statement)."""
         receiver = conn.end(1 - side)
         if receiver is not None and receiver.owner.client is not None:
             client = self.client_named(receiver.owner.client)
@@ -232,7 +233,7 @@ class Cluster:
 
     def settle(self) -> None:
         """Run every node whose blocked call can now complete, in node order,
-        until none can (SPEC §8)."""
+        until none can (docs/target-contract.md, "Worlds and actions")."""
         progress = True
         while progress:
             progress = False

@@ -1,5 +1,6 @@
 """UDP: datagrams are separate messages in flight, delivered in any order (a bag),
-each one DELIVERed or DROPped by the environment (SPEC §3). A datagram to an
+each one DELIVERed or DROPped by the environment (docs/target-contract.md, "Worlds
+and actions"). A datagram to an
 address where no socket is bound is lost when delivered, as on Linux."""
 from __future__ import annotations
 

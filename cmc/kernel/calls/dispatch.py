@@ -26,7 +26,7 @@ HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sock
 
 def dispatch(proc, notif):
     """Answer notification `notif` with its handler; `node` is the Process that
-    made the call (threads.py), which the handler sees as its node."""
+    made the call (proc/tasks.py); the handler reaches the node through it."""
     handler = HANDLERS.get(notif.nr)
     if handler is None:
         return unsupported(proc, notif.nr, notif.args)

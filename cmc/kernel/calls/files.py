@@ -1,4 +1,4 @@
-"""The calls of the disk model (SPEC §9.3, disk.py): the writes, truncations and
+"""The calls of the disk model (docs/target-contract.md, "The disk"; world/disk.py): the writes, truncations and
 syncs of the files in a node's working directory. Writes and truncations run
 natively and are recorded first; a sync is answered here (the file's contents are
 read into its durable image, no real fsync). A call on anything else (a pipe, a
@@ -45,7 +45,7 @@ def node_file(call, fd: int):
         if not stat.S_ISREG(st.st_mode) or st.st_nlink == 0:
             return None
         if not _inside(proc, target):
-            if in_another_world(proc, target):
+            if in_another_world(proc.node, target):
                 raise reached_another_world()
             return None
         ident = file_id(target)

@@ -20,7 +20,7 @@ from ..linux.syscalls_x86_64 import NAME
 @dataclass(frozen=True)
 class Call:
     """One notified system call, as its handler sees it."""
-    proc: object            # the Process that made it (proc/threads.py): its descriptors,
+    proc: object            # the Process that made it (proc/tasks.py): its descriptors,
                             # its memory, its limit; `.node`, the node it is a process of
     notif: object           # the notification: .nr, .args, .pid (the thread), .id
 

@@ -24,7 +24,7 @@ def get_sock(proc, fd: int) -> Sock | None:
 
 def lowest_free(proc, lowest: int = VFD_BASE) -> int | None:
     """The lowest free virtual descriptor >= lowest, or None when it would not be
-    below the node's (emulated) RLIMIT_NOFILE (calls.py): Linux's EMFILE."""
+    below the node's (emulated) RLIMIT_NOFILE (limits.py): Linux's EMFILE."""
     fd = max(lowest, VFD_BASE)
     while fd in proc.fds:
         fd += 1

@@ -5,9 +5,9 @@ Every futex call is notified and answered by cmc, with wait queues of its own
 (threads.Futexes): a thread that waits is held, and another thread's FUTEX_WAKE
 makes its call complete. The kernel never sees a waiter, so no thread wakes
 behind cmc's back, and the order in which threads run stays cmc's (one at a time,
-node.py). A wait with a timeout is a FIRE, like a sleep; its deadline is on the
+proc/scheduler.py). A wait with a timeout is a FIRE, like a sleep; its deadline is on the
 node's logical clock. cmc also does what the kernel does when a thread created
-with CLONE_CHILD_CLEARTID exits (node.py): the kernel clears the word, cmc wakes
+with CLONE_CHILD_CLEARTID exits (proc/scheduler.py): the kernel clears the word, cmc wakes
 its waiters (pthread_join).
 """
 from __future__ import annotations
@@ -40,8 +40,9 @@ BITSET_ANY = 0xFFFFFFFF
 
 # -- creating threads and processes -------------------------------------------------
 def _create(call, flags: int, ctid: int):
-    """clone/clone3: a thread (CLONE_THREAD) or a process of the node (SPEC §9.2).
-    Either way the call runs natively; the node finds the new task (node.py)."""
+    """clone/clone3: a thread (CLONE_THREAD) or a process of the node (docs/target-contract.md,
+    "Process trees").
+    Either way the call runs natively; the node finds the new task (proc/scheduler.py)."""
     proc = call.proc
     if flags & CLONE_NEWS:
         return unsupported(call, call.nr, call.args, "creates new namespaces (refused: "
@@ -129,7 +130,7 @@ def sys_signal_setup(call):
 
 @handles("sched_yield")
 def sys_sched_yield(call):
-    """Let every other thread that can run, run first (node.py); then return."""
+    """Let every other thread that can run, run first (proc/scheduler.py); then return."""
     call.node.tasks.give_way(call.pid)
     return Block(lambda: Ret(0), what="sched_yield")
 

@@ -101,8 +101,8 @@ def _uuid(proc) -> bytes:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}\n".encode()
 
 
-# Where a program reads randomness from a file: the node's random stream instead (SPEC
-# §8: the same on every run), like getrandom. A read past URANDOM_BYTES sees the end
+# Where a program reads randomness from a file: the node's random stream instead (the
+# same on every run: docs/target-contract.md, "Randomness"), like getrandom. A read past URANDOM_BYTES sees the end
 # of the file. boot_id is one fixed value (it differs between machines).
 URANDOM_BYTES = 65536
 RANDOM_FILES = {

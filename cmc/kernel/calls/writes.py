@@ -1,4 +1,4 @@
-"""write and writev: to fd 3 or 193 they are a state line (node.py keeps them); to a
+"""write and writev: to fd 3 or 193 they are a state line (proc/node.py keeps them); to a
 virtual socket, a send; below the virtual descriptors, a file the disk model sees
 (files.py) or, without a page cache, the kernel's own write."""
 from __future__ import annotations

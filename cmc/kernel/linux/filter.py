@@ -91,7 +91,7 @@ WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2", "fcntl", "dup")
 DUPS = ("dup2", "dup3")
 FD_ARG01 = ("sendfile",)
 FD_ARG2 = ("epoll_ctl",)
-# With a page cache (disk fsync, fsync partial, strict: SPEC §9.3), also: what makes
+# With a page cache (disk fsync, fsync partial, strict: docs/target-contract.md, "The disk"), also: what makes
 # a file durable, and what makes or removes a name, always; the writes through any descriptor from 3 up (a file of the
 # node's directory is told apart in Python: readlink of the descriptor); the calls
 # that truncate or extend a file, or copy into one, always; a shared writable mmap

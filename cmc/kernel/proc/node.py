@@ -20,7 +20,8 @@ from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .scheduler import COUNTERS, Scheduler
 from .tasks import Tap
 
-# SPEC §8: CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s.
+# CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s
+# (docs/target-contract.md, "Time").
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
 
@@ -41,7 +42,7 @@ def _devnull() -> tuple[int, int]:
     return _DEVNULL[0], _DEVNULL[1]
 
 
-# The RLIMIT_NOFILE a program is shown at launch (calls.py): the kernel's own
+# The RLIMIT_NOFILE a program is shown at launch (calls/limits.py): the kernel's own
 # defaults (INR_OPEN_CUR, INR_OPEN_MAX), the same on every machine, and above the
 # virtual descriptors (from VFD_BASE), which are numbered below the soft limit.
 NOFILE_START = (1024, 4096)
@@ -74,7 +75,8 @@ class Node:
         self.crashes = 0
         self.elapsed_ns = 0            # logical time since first launch
         self.ever_wrote_state = False
-        self.history: list = []        # input history (SPEC §3), for nodes without fd-3 state
+        self.history: list = []        # input history, for nodes without fd-3 state
+                                       # (docs/target-contract.md, "Worlds and actions")
         self.durable = None
         self.disk = Disk(cluster.spec.disk, cwd)   # its files' page cache (disk.py)
         # Copying (fork.py): the Lease this record shares the node's processes and

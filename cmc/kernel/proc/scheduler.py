@@ -310,7 +310,7 @@ class Scheduler(Tasks):
     def _gone(self, proc: Process, wait: bool = False) -> bool:
         """Process proc has ended (`wait`: is ending: its answer found it gone). The
         kernel closed its descriptors. The end of the launched process is judged
-        as a program's end (SPEC §8); another's is its parent's business (wait4 and
+        as a program's end (docs/target-contract.md, "Process trees"); another's is its parent's business (wait4 and
         SIGCHLD are native), and cmc reaps it only when it came to cmc as an orphan.
         False when the node has no process left."""
         self.ends += 1

@@ -199,7 +199,7 @@ class Process:
 
 
 class Tap:
-    """A seccomp listener. A node's copies made by --fast (cmc/kernel/fork.py) share
+    """A seccomp listener. A node's copies made by --fast (cmc/kernel/proc/fork.py) share
     the listener of the process they were forked from, so it is closed when its
     last process is gone, and a notification is taken for the process it came
     from (`pids`: every process on it; `stash`: notifications taken early)."""
@@ -246,9 +246,9 @@ class Tasks:
         self.pid = 0                   # the launched process (0: none, or it exited)
         self.pgid = 0                  # the node's process group: all its processes
         self.listener = -1
-        self.tap = None                # the Tap (node.py) its processes' calls come on
+        self.tap = None                # the Tap (above) its processes' calls come on
         self.alive = False
-        # pid -> Process (threads.py), in creation order (0: the launched program);
+        # pid -> Process (above), in creation order (0: the launched program);
         # each has its descriptor table, epoll instances, futex queues and limit.
         self.procs: dict[int, Process] = {}
         self.next_proc = 0             # the index of the next process seen
@@ -256,7 +256,7 @@ class Tasks:
         self.reapable: list[int] = []  # pids of processes gone that cmc may have to reap
         self.ends = 0                  # processes of the node that ended
         self.shared_futexes = Futexes()  # futexes not private to one process
-        # tid -> Thread (threads.py), in creation order: a thread is added when first
+        # tid -> Thread (above), in creation order: a thread is added when first
         # seen, with the next index, and never moved.
         self.threads: dict[int, Thread] = {}
         self.next_thread = 0           # the index of the next thread seen

@@ -1,8 +1,8 @@
-"""Ghost clients (SPEC §4): peers with no process. Each connects to its address at
+"""Ghost clients (docs/model-file.md, the `client` statement): peers with no process. Each connects to its address at
 launch, sends its requests one at a time, each when the previous one's reply line came,
 and never reconnects: a reset (a DROP, its node's CRASH) or a FIN ends it.
 
-With a history kept (`ClusterSpec.history`, SPEC §9.4), every request a client puts in
+With a history kept (`ClusterSpec.history`; docs/model-file.md, "Histories"), every request a client puts in
 flight is an entry of `Cluster.history`: the event numbers of its invoke and of its
 complete (the reply line that answers it) in one sequence, the states at which they
 happened, and the reply's index. The history is not in the fingerprint: it follows
@@ -16,7 +16,7 @@ from .net import DATA, Connection, Msg
 
 
 class Client:
-    """A ghost client: a peer with no process (SPEC §4)."""
+    """A ghost client: a peer with no process."""
 
     def __init__(self, index: int, spec):
         self.spec = spec

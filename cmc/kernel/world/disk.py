@@ -1,4 +1,4 @@
-"""The disk (SPEC §9.3): a page cache over the files of a node's working directory.
+"""The disk (docs/target-contract.md, "The disk"): a page cache over the files of a node's working directory.
 
 Writes run natively, so a program sees its files as it wrote them and a write costs
 one notification. What a CRASH keeps is cmc's record, kept beside the real files, and
@@ -149,7 +149,7 @@ class Disk:
             self.dirs[self.root_ident] = self._listing(root)
         self.thrown: list[str] = []     # what the last CRASH threw away (for reports)
         # every change of the node's tree that cmc sees (a recorded write, a sync, a
-        # name made or removed: diskcalls.py) counts here; the digest is kept for it
+        # name made or removed: calls/files.py) counts here; the digest is kept for it
         self.generation = 0
         self._digest: tuple[int, str] | None = None
         self.compacted = -1             # the generation Cluster.compact last saw

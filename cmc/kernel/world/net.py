@@ -5,7 +5,8 @@ ever reaches the host. A stream connection is two channels, one per direction;
 each send() is one message. The first message on the connector's channel is
 CONNECT; delivering it queues the connection on whatever listens on the address
 then (or refuses it). FIN (close/shutdown) and RST (close with unread data) are
-messages of their own, after the data sent before them (SPEC §3, §8).
+messages of their own, after the data sent before them (docs/target-contract.md,
+"The network: virtual sockets").
 
 The environment acts only on channels (DELIVER, DROP, DUP); nodes act only on their
 sockets. A ghost client is an endpoint owned by no node: bytes sent to it are
@@ -184,7 +185,8 @@ class Network:
     # -- lookups -------------------------------------------------------------
     def listener_for(self, addr: Addr):
         """Who accepts a connection to addr now: an exact address first, then a
-        wildcard (0.0.0.0 or ::, SPEC §8: every address; an IPV6_V6ONLY socket
+        wildcard (0.0.0.0 or ::, every address: docs/target-contract.md, "The network:
+        virtual sockets"; an IPV6_V6ONLY socket
         only IPv6 ones); among equals, the first bound (SO_REUSEPORT)."""
         ip, port = addr
         listening = [(o, s) for o, s in self.tcp if s.listening and s.local[1] == port]
