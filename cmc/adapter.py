@@ -42,6 +42,9 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
         channel_cap=channel_cap,
         watchdog_s=watchdog_s,
         history=any(p.kind == "linearizable" for p in model.properties),
+        time=model.time.mode,
+        latency_ns=model.time.latency_ns,
+        horizon_ns=model.time.horizon_ns,
     )
 
 

@@ -77,11 +77,11 @@ def test_unindented_continuation_ends_the_statement(tmp_path):
 def test_unknown_statement(tmp_path):
     assert_at(failure(tmp_path, 'node a = "/x"\n\ninvarient p: true\n'), 3, 1,
               "unknown statement 'invarient'; a statement starts with one of: param, build, "
-              "node, client, reply, network, disk, budget, invariant, witness, quiescent, action, "
+              "node, client, reply, network, disk, time, budget, invariant, witness, quiescent, action, "
               "eventually, op, linearizable (did you mean invariant?)")
     assert_at(failure(tmp_path, 'node a = "/x"\n= 3\n'), 2, 1,
               "unexpected '='; expected a statement (param, build, node, client, reply, "
-              "network, disk, budget, invariant, witness, quiescent, action, eventually, op, "
+              "network, disk, time, budget, invariant, witness, quiescent, action, eventually, op, "
               "linearizable)")
 
 
@@ -183,9 +183,9 @@ def test_unknown_param_in_a_command(tmp_path):
 
 
 @pytest.mark.parametrize("line, col, message", [
-    ("budget crashes 1", 8, "unknown budget crashes: a budget is for crash, drop, dup or "
-                            "fire (did you mean crash?)"),
-    ("budget time 1", 8, "unknown budget time: a budget is for crash, drop, dup or fire"),
+    ("budget crashes 1", 8, "unknown budget crashes: a budget is for crash, drop, dup, fire or "
+                            "delay (did you mean crash?)"),
+    ("budget time 1", 8, "unknown budget time: a budget is for crash, drop, dup, fire or delay"),
     ("budget drop -1", 13, "a budget cannot be negative"),
     ("budget drop x", 13, "unexpected name x; expected a number"),
     ("network lifo", 9, "unknown network lifo: it is fifo (ordered connections, the "

@@ -61,6 +61,9 @@ class ClusterSpec:
     disk: str = "fsync"     # the page cache of the nodes' files (disk.py)
     channel_cap: int = 64
     watchdog_s: float = 10.0
+    time: str = "async"     # or virtual: one clock for the cluster (docs/model-file.md)
+    latency_ns: int = 0     # time virtual: how long after it was sent a message may arrive
+    horizon_ns: int = 60 * 10**9   # time virtual: the clock never passes it
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
 
 
@@ -75,6 +78,7 @@ class Cluster:
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
         self.net = Network(spec.channel_cap, bag=spec.network == "bag")
+        self.virtual = spec.time == "virtual"
         self.watchdog_s = spec.watchdog_s
         self.nodes: list[Node] = []
         for i, ns in enumerate(spec.nodes):
@@ -292,7 +296,10 @@ class Cluster:
                     each_message("DUP", key, conn, only_data=True)
             each_dgram("DUP")
         fire = self.budgets.get("fire")
-        if fire is None or fire > 0:
+        if self.virtual:
+            if fire is None or fire > 0:
+                out += self._next_fire()
+        elif fire is None or fire > 0:
             for node in self.nodes:
                 timed = [t for t in node.tasks.blocked() if t.block.timeout_ns] if node.alive else []
                 for t in timed:          # one FIRE per blocked thread
@@ -343,6 +350,10 @@ class Cluster:
             case Fire():
                 if self.budgets.get("fire") is not None:
                     self.budgets["fire"] -= 1
+                if self.virtual:
+                    if action.late:
+                        self.budgets["delay"] -= action.late
+                    net.clock = max(net.clock, action.at)
                 node, index = self.nodes[action.node], action.thread_index
                 node.history.append(("FIRE", action.timeout_ns) if not index else
                                     ("FIRE", index, action.timeout_ns))
@@ -356,6 +367,46 @@ class Cluster:
         net.collect()
         self.compact()
         return action
+
+    # -- time virtual: one clock (docs/design.md, "One clock for the cluster") -------------
+    def _waits(self) -> list[tuple[int, int, int, Node, object]]:
+        """Every timed wait of a live node: (deadline, node index, thread index, node,
+        thread)."""
+        out = []
+        for node in self.nodes:
+            if node.alive:
+                out += [(t.block.since + t.block.timeout_ns, node.index, t.index, node, t)
+                        for t in node.tasks.blocked() if t.block.timeout_ns]
+        return out
+
+    def _next_fire(self) -> list[Fire]:
+        """The one FIRE time virtual enables: the earliest deadline's (node order, then
+        thread order, among equal ones), when the clock may reach it: not past the
+        horizon, and not past a message's latency bound (sent + latency) unless the
+        delay budget pays for each message it would pass."""
+        waits = self._waits()
+        if not waits:
+            return []
+        at, _, _, node, t = min(waits, key=lambda w: w[:3])
+        if at > self.spec.horizon_ns:
+            return []
+        now, latency = self.net.clock, self.spec.latency_ns
+        late = sum(1 for sent in self.net.in_flight_sent() if now <= sent + latency < at)
+        if late > self.budgets.get("delay", 0):
+            return []
+        several = sum(1 for w in waits if w[3] is node) > 1
+        return [Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.index,
+                     at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
+
+    def advance(self, ns: int) -> None:
+        """Move the clock by `ns` in the middle of a step (a thread polling it), never
+        past the next deadline, a message's latency bound or the horizon: those are
+        moved past only by a FIRE, which the search takes as a step."""
+        now = self.net.clock
+        limit = min([w[0] for w in self._waits()] +
+                    [sent + self.spec.latency_ns for sent in self.net.in_flight_sent()] +
+                    [self.spec.horizon_ns])
+        self.net.clock = max(now, min(now + ns, limit))
 
     def _tell(self, told: list[Told]) -> None:
         """Hand on what the network told the owners of endpoints: a node's input
@@ -445,13 +496,18 @@ class Cluster:
             disk = n.disk.digest(n.cwd) if n.ever_wrote_state and n.disk.on else None
             nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), blocked, disk))
         def chan(msgs):
-            items = [(m.kind, m.data) for m in msgs]
+            if self.virtual:                # and each one's time left to its bound
+                left = self.spec.latency_ns - self.net.clock
+                items = [(m.kind, m.data, m.sent + left) for m in msgs]
+            else:
+                items = [(m.kind, m.data) for m in msgs]
             return tuple(sorted(items) if self.spec.network == "bag" else items)
         conns = []
         for key, c in self.net.keyed():
             conns.append((key, c.established, c.refused, chan(c.chan[0]), chan(c.chan[1]),
                           ep_state(c.a), ep_state(c.b)))
-        dgrams = tuple(sorted(d.group() for d in self.net.dgrams))
+        dgrams = tuple(sorted(d.group() + ((d.sent + self.spec.latency_ns - self.net.clock,)
+                                           if self.virtual else ()) for d in self.net.dgrams))
         udp = tuple(sorted((fmt_addr(a), o, tuple((fmt_addr(src), data) for src, data in s.rqueue))
                            for a, (o, s) in self.net.udp.items()))
         # A listener's backlog in its order: accept() takes the oldest first, so two
@@ -491,4 +547,5 @@ class Cluster:
             "params": dict(self.spec.params),
             "node_names": [n.name for n in self.nodes],
             **({"history": [dict(op) for op in self.history]} if self.spec.history else {}),
+            **({"clock_ns": self.net.clock} if self.virtual else {}),
         }

@@ -188,6 +188,24 @@ class Property:
 
 
 @dataclass(frozen=True)
+class TimeDecl:
+    """A model's `time` line (docs/model-file.md, "`time async` | `time virtual`"):
+    each node's clock moves on its own FIREs (async, the default), or the cluster has
+    one clock (virtual), a message may arrive up to `latency_ns` after it was sent, and
+    the clock never passes `horizon_ns` after launch."""
+    mode: str = "async"
+    latency_ns: int = 0
+    horizon_ns: int = 60 * 10**9
+
+    @property
+    def virtual(self) -> bool:
+        return self.mode == "virtual"
+
+
+ASYNC = TimeDecl()
+
+
+@dataclass(frozen=True)
 class Model:
     """A loaded model file. ``params`` hold the values after ``-D`` overrides;
     ``budgets`` has keys crash, drop, dup (default 0) and fire (default None:
@@ -206,6 +224,7 @@ class Model:
     properties: tuple[Property, ...]
     disk: str = "fsync"         # fsync | fsync partial | strict | off (docs/model-file.md)
     ops: tuple[OpDecl, ...] = ()    # op lines, in declaration order (docs/model-file.md)
+    time: TimeDecl = ASYNC          # the time line (docs/model-file.md)
 
     @property
     def node_names(self) -> tuple[str, ...]:

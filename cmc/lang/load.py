@@ -17,16 +17,18 @@ import shutil
 from cmc.errors import ModelError
 from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
                           ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc, Model,
-                          Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, Unary,
-                          error_at)
+                          Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
+                          Unary, error_at)
 from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, NetworkStmt, NodeStmt,
                              OpStmt, ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
-                             parse_source)
+                             TimeStmt, parse_source)
 
 NETWORKS = ("fifo", "bag")
 # The modes of a `disk` line (docs/model-file.md); the first is the default.
 DISKS = ("fsync", "fsync partial", "strict", "off")
 BUDGET_DEFAULTS: dict[str, int | None] = {"crash": 0, "drop": 0, "dup": 0, "fire": None}
+# delay (time virtual): only in a model's budgets when its line gives it
+BUDGET_KINDS = tuple(BUDGET_DEFAULTS) + ("delay",)
 RECORD_FIELDS = ("client", "node", "index", "req", "raw")
 _ONE_ARGUMENT = ("len", "set", "sorted", "sum")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -75,6 +77,37 @@ def _disk(stmt: DiskStmt) -> str:
     return stmt.kind if stmt.variant is None else f"{stmt.kind} {stmt.variant}"
 
 
+# Units of a duration in a `time` line, in nanoseconds.
+UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+TIME_OPTIONS = ("latency", "horizon")
+
+
+def _time(stmt: TimeStmt) -> TimeDecl:
+    """The clock of a `time` line (docs/model-file.md)."""
+    if stmt.kind not in ("async", "virtual"):
+        raise error_at(stmt.kind_loc, f"unknown time {stmt.kind}"
+                       f"{_suggest(stmt.kind, ('async', 'virtual'))}: time is async (the "
+                       "default: each node's clock moves on its own FIREs) or virtual (one "
+                       "clock for the cluster)")
+    values = {}
+    for name, name_loc, number, unit, value_loc in stmt.options:
+        if stmt.kind != "virtual":
+            raise error_at(name_loc, f"unexpected {name} after time async: only time virtual "
+                           "takes a latency or a horizon")
+        if name not in TIME_OPTIONS:
+            raise error_at(name_loc, f"unknown time option {name}{_suggest(name, TIME_OPTIONS)}: "
+                           "time virtual takes latency D and horizon D")
+        if name in values:
+            raise error_at(name_loc, f"{name} is given twice")
+        if unit not in UNITS:
+            raise error_at(value_loc, f"unknown unit {unit}{_suggest(unit, UNITS)}: a duration "
+                           "is a whole number of ns, us, ms or s (10ms)")
+        values[name] = number * UNITS[unit]
+    if values.get("horizon") == 0:
+        raise error_at(stmt.kind_loc, "a horizon of 0 leaves no time to run: give one > 0")
+    return TimeDecl(stmt.kind, values.get("latency", 0), values.get("horizon", 60 * 10**9))
+
+
 def _suggest(word: str, choices) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
@@ -95,15 +128,15 @@ class _Assembler:
 
     def assemble(self, statements: list[Statement]) -> Model:
         self.params = self.read_params([s for s in statements if isinstance(s, ParamStmt)])
-        singles: dict[str, Loc] = {}  # build, reply, network, disk: at most one line each
+        singles: dict[str, Loc] = {}  # build, reply, network, disk, time: one line each
         endpoints: dict[str, Loc] = {}  # nodes and clients share names: both are network ends
         budget_lines: dict[str, Loc] = {}
         property_lines: dict[str, Loc] = {}
-        build, reply, network, disk = None, None, "fifo", DISKS[0]
+        build, reply, network, disk, time = None, None, "fifo", DISKS[0], TimeDecl()
         nodes, clients, properties, ops = [], [], [], []
         budgets = dict(BUDGET_DEFAULTS)
         for stmt in statements:
-            if stmt.keyword in ("build", "reply", "network", "disk"):
+            if stmt.keyword in ("build", "reply", "network", "disk", "time"):
                 if stmt.keyword in singles:
                     raise error_at(stmt.loc, f"a second {stmt.keyword} line; a model has at "
                                    f"most one ({_first_at(singles[stmt.keyword])})")
@@ -131,6 +164,8 @@ class _Assembler:
                 network = stmt.kind
             elif isinstance(stmt, DiskStmt):
                 disk = _disk(stmt)
+            elif isinstance(stmt, TimeStmt):
+                time = _time(stmt)
             elif isinstance(stmt, BudgetStmt):
                 budgets[stmt.kind] = self.budget(stmt, budget_lines)
             elif isinstance(stmt, OpStmt):
@@ -145,9 +180,12 @@ class _Assembler:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
         _check_history(properties, ops, reply)
+        if "delay" in budget_lines and not time.virtual:
+            raise error_at(budget_lines["delay"], "budget delay is for time virtual: under "
+                           "time async a message may arrive at any time already")
         return Model(self.path, self.folder, self.source.text, self.params, build,
                      tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties),
-                     disk, tuple(ops))
+                     disk, tuple(ops), time)
 
     # params and -D
 
@@ -231,9 +269,9 @@ class _Assembler:
         return os.path.abspath(found) if found else word
 
     def budget(self, stmt: BudgetStmt, seen: dict[str, Loc]) -> int:
-        if stmt.kind not in BUDGET_DEFAULTS:
+        if stmt.kind not in BUDGET_KINDS:
             raise error_at(stmt.kind_loc, f"unknown budget {stmt.kind}: a budget is for "
-                           f"crash, drop, dup or fire{_suggest(stmt.kind, BUDGET_DEFAULTS)}")
+                           f"crash, drop, dup, fire or delay{_suggest(stmt.kind, BUDGET_KINDS)}")
         if stmt.kind in seen:
             raise error_at(stmt.kind_loc, f"budget {stmt.kind} is given twice "
                            f"({_first_at(seen[stmt.kind])})")

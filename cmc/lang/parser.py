@@ -32,7 +32,8 @@ from cmc.errors import ModelError
 from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, Loc, Name,
                           Quantifier, Unary, error_at)
 
-STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "budget",
+STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "time",
+                      "budget",
                       "invariant", "witness", "quiescent", "action", "eventually", "op",
                       "linearizable")
 
@@ -131,6 +132,13 @@ class DiskStmt(Statement):
     kind_loc: Loc
     variant: str | None
     variant_loc: Loc | None
+
+
+@dataclass(frozen=True)
+class TimeStmt(Statement):
+    kind: str                   # async | virtual
+    kind_loc: Loc
+    options: tuple              # (name, name_loc, number, unit, value_loc): `latency 10ms`
 
 
 @dataclass(frozen=True)
@@ -463,6 +471,13 @@ class _Builder:
         return DiskStmt(*head, kind.value, self.at(kind),
                         variant[0].value if variant else None,
                         self.at(variant[0]) if variant else None)
+
+    def time_stmt(self, head, children) -> TimeStmt:
+        kind, *rest = children
+        options = tuple((rest[i].value, self.at(rest[i]), self.integer(rest[i + 1]),
+                         rest[i + 2].value, self.at(rest[i + 1]))
+                        for i in range(0, len(rest), 3))
+        return TimeStmt(*head, kind.value, self.at(kind), options)
 
     def budget_stmt(self, head, children) -> BudgetStmt:
         kind, *value = children

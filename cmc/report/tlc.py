@@ -53,7 +53,8 @@ def render_world(view: dict) -> list[str]:
     replies = []
     for r in view["replies"]:
         replies.append("[" + ", ".join(f"{k} |-> {render_value(v)}" for k, v in r.items()) + "]")
-    return [
+    clock = [f"/\\ clock = {view['clock_ns'] / 1e9:.3f}s"] if "clock_ns" in view else []
+    return clock + [
         f"/\\ node = {per_node(view['node'])}",
         f"/\\ durable = {per_node(view['durable'])}",
         f"/\\ alive = {per_node(view['alive'], boolean)}",

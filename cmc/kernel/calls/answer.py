@@ -39,3 +39,5 @@ class Block:
     # waiter a wake takes and the order woken waiters run in.
     waiter: object = None
     queue: object = None
+    # time virtual: the clock when the call blocked; its deadline is since + timeout_ns
+    since: int = 0

@@ -24,9 +24,16 @@ def _table(*modules) -> dict[int, object]:
 HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm)
 
 
+CLOCK_READS = frozenset((NR["clock_gettime"], NR["gettimeofday"], NR["time"]))
+
+
 def dispatch(proc, notif):
-    """Answer notification `notif` with its handler; `node` is the Process that
+    """Answer notification `notif` with its handler; `proc` is the Process that
     made the call (proc/tasks.py); the handler reaches the node through it."""
+    if notif.nr in CLOCK_READS:
+        proc.node.clock_read(notif.pid)     # a thread polling the clock sees it move
+    else:
+        proc.node.any_call()
     handler = HANDLERS.get(notif.nr)
     if handler is None:
         return unsupported(proc, notif.nr, notif.args)

@@ -166,7 +166,7 @@ def sys_futex(call):
             # A deadline already reached: the call takes a nanosecond of the node's
             # time, as a real one takes some, so that a loop that waits again until
             # the clock is past the deadline (Rust's wait_timeout_while) ends.
-            proc.node.elapsed_ns += 1
+            proc.node.pass_time(1)
             return Err(errno.ETIMEDOUT)
         waiter = futexes.wait(uaddr, bitset, proc.node.tasks.thread_of(call.pid).index)
 

@@ -18,7 +18,7 @@ def clock_value(proc, clk: int) -> int | None:
     if clk in (1, 4, 6, 7, 9):           # MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM
         return proc.node.monotonic_ns()
     if clk in (2, 3):                    # CPU-time clocks: logical too
-        return proc.node.elapsed_ns
+        return proc.node.now_ns()
     return None
 
 

@@ -92,6 +92,7 @@ class Node:
         self.bufs = {3: bytearray(), 193: bytearray()}
         self.tasks = Scheduler(self)   # its processes and threads, and running them
         self.next_ino = 0              # st_ino of the next virtual socket
+        self.spin = (0, 0)             # (thread, reads): a thread polling the clock
         self.random_offset = 0
         self.exec_count = 0
 
@@ -165,11 +166,42 @@ class Node:
         self.tasks.let_go()
 
     # -- logical time and randomness -----------------------------------------
+    def now_ns(self) -> int:
+        """The node's logical time since its first launch: its own (time async: it
+        moves only on its FIREs) or the cluster's one clock (time virtual)."""
+        return self.cluster.net.clock if self.cluster.virtual else self.elapsed_ns
+
     def realtime_ns(self) -> int:
-        return REALTIME_START_NS + self.elapsed_ns
+        return REALTIME_START_NS + self.now_ns()
 
     def monotonic_ns(self) -> int:
-        return MONOTONIC_START_NS + self.elapsed_ns
+        return MONOTONIC_START_NS + self.now_ns()
+
+    def pass_time(self, ns: int) -> None:
+        """A call of the node takes `ns` of its time (an expired futex deadline, a read
+        of a clock that is being polled): under time virtual, the cluster's clock
+        moves, never past a deadline or a message's latency bound (Cluster.may_pass)."""
+        if self.cluster.virtual:
+            self.cluster.advance(ns)
+        else:
+            self.elapsed_ns += ns
+
+    def clock_read(self, tid: int) -> None:
+        """Thread tid reads a clock. Under time virtual, a thread that reads it again
+        and again with no other call between sees it move: each read twice as far as
+        the one before, from 1 us (so polling for an instant takes a number of reads
+        that grows with the logarithm of the wait, not with the wait)."""
+        if not self.cluster.virtual:
+            return
+        who, n = self.spin
+        self.spin = (tid, n + 1 if who == tid else 0)
+        if who == tid:
+            self.pass_time(1000 << min(n, 40))
+
+    def any_call(self) -> None:
+        """A notified call that is not a clock read: a poller of the clock is not
+        spinning any more."""
+        self.spin = (0, 0)
 
     def random_bytes(self, n: int) -> bytes:
         """A deterministic stream per (node, incarnation)."""

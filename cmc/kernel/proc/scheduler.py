@@ -205,6 +205,7 @@ class Scheduler(Tasks):
             if not isinstance(result, Block):
                 return last, result
             last.block = result
+            result.since = self.node.now_ns()
         held = [t for t in self.threads.values() if t.notif is not None]
         for t in held:
             if t.block is None:
@@ -212,6 +213,7 @@ class Scheduler(Tasks):
                 if not isinstance(result, Block):
                     return t, result
                 t.block = result
+                result.since = self.node.now_ns()
             if t.yielded:
                 continue
             done = t.block.attempt()
@@ -261,7 +263,8 @@ class Scheduler(Tasks):
     def fire(self, index: int = 0) -> None:
         """The timeout of thread `index`'s blocked call expires."""
         t = next(t for t in self.threads.values() if t.index == index)
-        self.node.elapsed_ns += t.block.timeout_ns
+        if not self.node.cluster.virtual:     # else the cluster moved its clock
+            self.node.elapsed_ns += t.block.timeout_ns
         self.run((t, t.block.on_fire()))
 
     def _next_notification(self, timeout_ms: int | None = None):
@@ -379,15 +382,22 @@ class Scheduler(Tasks):
         index is (process index, thread index) in a node that has had processes."""
         if len(self.threads) == 1 and self.next_thread == 1:
             t = next(iter(self.threads.values()))
-            return (t.block.what, t.block.timeout_ns) if t.block is not None else None
+            return (t.block.what, self._timeout(t.block)) if t.block is not None else None
         out = []
         for t in self.threads.values():
             who = (t.proc.number, t.index) if self.next_proc > 1 else t.index
             if t.block is not None:
-                out.append((who, t.block.what, t.block.timeout_ns) + _blocked_on(t))
+                out.append((who, t.block.what, self._timeout(t.block)) + _blocked_on(t))
             else:
                 out.append((who, NAME.get(t.native) if t.native is not None else None))
         return tuple(out)
+
+    def _timeout(self, block) -> int | None:
+        """What the fingerprint holds of a wait's timeout: the timeout itself (time
+        async), or the time left to its deadline (time virtual), never the clock."""
+        if block.timeout_ns is None or not self.node.cluster.virtual:
+            return block.timeout_ns
+        return block.since + block.timeout_ns - self.node.cluster.net.clock
 
     def _stuck(self) -> str:
         """Who kept running, for the watchdog's message."""

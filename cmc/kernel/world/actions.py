@@ -28,6 +28,14 @@ def describe_key(key: tuple) -> str:
     return " ".join(str(k) for k in key)
 
 
+def duration(ns: int) -> str:
+    """A duration as a person writes it: 50ms, 20us, 2s, 1.5ms."""
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns >= size:
+            return f"{ns / size:g}{unit}"
+    return f"{ns}ns"
+
+
 def _channel_label(kind: str, src: str, dst: str, msg: str | None, data: bytes | None) -> str:
     text = f"{kind} {src} -> {dst}"
     if msg is None:
@@ -124,6 +132,8 @@ class Fire:
     thread_index: int = 0
     thread: int | None = None
     process: int | None = None
+    at: int | None = None       # time virtual: the clock it fires at (its deadline)
+    late: int = 0               # ... and how many messages it delays past their bound
     kind = "FIRE"
 
     @property
@@ -135,11 +145,16 @@ class Fire:
         thread = f" thread {self.thread}" if self.thread is not None else ""
         if self.process is not None:
             thread = f" process {self.process}{thread}"
+        if self.at is not None:
+            return (f"FIRE {self.name}{thread} {self.call} {duration(self.timeout_ns)} "
+                    f"@ {self.at / 1e9:.3f}s")
         return f"FIRE {self.name}{thread} {self.call} {self.timeout_ns / 1e9:g}s"
 
     def fields(self) -> dict:
         out = {"kind": self.kind, "node": self.name,
                "what": f"{self.call} {self.timeout_ns / 1e9:g}s"}
+        if self.at is not None:
+            out["at_ns"] = self.at
         if self.process is not None:
             out["process"] = self.process
         if self.thread is not None:

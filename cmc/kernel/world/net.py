@@ -34,6 +34,7 @@ CONNECT, DATA, FIN, RST = "CONNECT", "DATA", "FIN", "RST"
 class Msg:
     kind: str
     data: bytes = b""
+    sent: int = field(default=0, compare=False)     # the clock when it was sent (time virtual)
 
     def describe(self) -> str:
         if self.kind == DATA:
@@ -155,6 +156,7 @@ class Datagram:
     src: Addr
     dst: Addr
     data: bytes
+    sent: int = 0            # the clock when it was sent (time virtual)
 
     def group(self) -> tuple:
         return (str(self.src_node), fmt_addr(self.src), fmt_addr(self.dst),
@@ -175,6 +177,7 @@ class Network:
 
     def __init__(self, channel_cap: int, bag: bool = False):
         self.bag = bag
+        self.clock = 0                # time virtual: the cluster's clock, ns since launch
         self.conns: list[Connection] = []
         self.tcp: list[tuple[int, Sock]] = []           # bound TCP sockets, bind order
         self.dgrams: list[Datagram] = []                 # UDP datagrams in flight
@@ -237,13 +240,14 @@ class Network:
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} datagrams "
                               f"in flight from {fmt_addr(dgram.src)} to {fmt_addr(dgram.dst)} "
                               "(raise it with --channel-cap)")
+        dgram.sent = self.clock
         self.dgrams.append(dgram)
 
     # -- node side -----------------------------------------------------------
     def connect(self, owner: Owner, local: Addr, dst: Addr) -> Connection:
         self._serial += 1
         conn = Connection(self._serial, Endpoint(owner, local), dst)
-        conn.chan[0].append(Msg(CONNECT))
+        conn.chan[0].append(Msg(CONNECT, sent=self.clock))
         self.conns.append(conn)
         return conn
 
@@ -252,6 +256,7 @@ class Network:
         if len(chan) >= self.channel_cap:
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} messages "
                               f"in flight on {names or conn.key()} (raise it with --channel-cap)")
+        msg.sent = self.clock
         chan.append(msg)
 
     # -- environment side ----------------------------------------------------
@@ -334,7 +339,7 @@ class Network:
     def dup(self, conn: Connection, side: int, index: int) -> None:
         """A copy of a message joins the end of its channel (a bag only)."""
         chan = conn.chan[side]
-        chan.append(Msg(chan[index].kind, chan[index].data))
+        chan.append(Msg(chan[index].kind, chan[index].data, chan[index].sent))
 
     def reset(self, conn: Connection) -> list[Told]:
         """Reset a connection: in-flight data lost, both ends get ECONNRESET."""
@@ -382,7 +387,12 @@ class Network:
         self.dgrams.remove(d)
 
     def dup_dgram(self, d: Datagram) -> None:
-        self.dgrams.append(Datagram(d.src_node, d.src, d.dst, d.data))
+        self.dgrams.append(Datagram(d.src_node, d.src, d.dst, d.data, d.sent))
+
+    def in_flight_sent(self) -> list[int]:
+        """When each message and datagram in flight was sent (time virtual)."""
+        return [m.sent for c in self.conns for chan in c.chan for m in chan] + \
+            [d.sent for d in self.dgrams]
 
     def crash(self, node: int) -> list[Told]:
         """Node `node` is gone: its ends of connections close (each connection is
