@@ -1,0 +1,103 @@
+"""`time virtual`: one clock for the cluster (docs/model-file.md, "`time`"; docs/design.md,
+"One clock for the cluster"). Real programs under the real filter: timers of two nodes
+fire in the order of their deadlines (one FIRE enabled at a time) where `time async`
+takes every order; a thread polling the clock sees it move and ends, the same way on
+every run; a FIRE's label and every state of a trace show the clock; the static and
+dynamic builds agree."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PROGS, counts, run_cmc, without_timestamps
+
+
+def model(tmp_path, text: str, name: str = "m.model"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def timers(tmp_path, time: str, extra: str = "", variant: str = ""):
+    """a sleeps 300 ms three times, b 500 ms twice; each says when it woke (its clock)."""
+    return model(tmp_path, f'node a = "{PROGS}/timers{variant} 9001 300 300 300"\n'
+                           f'node b = "{PROGS}/timers{variant} 9002 500 500"\n'
+                           f"time {time}\n"
+                           "invariant on_own_clock:\n"
+                           '    (node["a"].woke == null or node["a"].at_ms == 300 * node["a"].woke)\n'
+                           '    and (node["b"].woke == null or node["b"].at_ms == 500 * node["b"].woke)\n'
+                           'witness all_woke: node["a"].woke == 3 and node["b"].woke == 2\n' + extra)
+
+
+# b's second wake is at 1000 ms on the one clock, after a's third (900 ms).
+ONE_CLOCK = 'invariant one_clock: node["b"].woke == 2 => node["a"].woke == 3\n'
+
+
+@pytest.mark.parametrize("variant", ["", "-static"])
+def test_timers_fire_in_the_order_of_their_deadlines(tmp_path, variant):
+    """One FIRE at a time, the earliest deadline first: a at 300, b at 500, a at 600 and
+    900, b at 1000 -- one path of 5 FIREs (6 states). Each node's wakes are on time."""
+    r = run_cmc("--model-file", timers(tmp_path, "virtual", ONE_CLOCK, variant), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (6, 6, 6)
+
+
+def test_async_time_takes_every_order(tmp_path):
+    """The same nodes under time async: each node's clock moves only on its own FIREs,
+    so every interleaving of a's 3 and b's 2 FIREs is a behavior: (3+1)*(2+1) = 12
+    worlds, 17 transitions (18 generated), depth 6; and b can wake twice before a has
+    woken three times."""
+    r = run_cmc("--model-file", timers(tmp_path, "async"), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (18, 12, 6)
+    r = run_cmc("--model-file", timers(tmp_path, "async", ONE_CLOCK), cwd=tmp_path)
+    assert r.returncode == 1 and "Invariant one_clock is violated" in r.stdout
+
+
+def test_a_trace_shows_the_clock(tmp_path):
+    """Every state of a trace shows the clock, a FIRE's label its timeout and the clock it
+    fires at; the trace is the same on every run."""
+    path = timers(tmp_path, "virtual", 'invariant b_sleeps: node["b"].woke == null\n')
+    r = run_cmc("--model-file", path, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "<FIRE a clock_nanosleep 300ms @ 0.300s>" in r.stdout
+    assert "<FIRE b clock_nanosleep 500ms @ 0.500s>" in r.stdout
+    clocks = [line for line in r.stdout.splitlines() if line.startswith("/\\ clock = ")]
+    assert clocks == ["/\\ clock = 0.000s", "/\\ clock = 0.300s", "/\\ clock = 0.500s"]
+    again = run_cmc("--model-file", path, cwd=tmp_path)
+    assert without_timestamps(again.stdout) == without_timestamps(r.stdout)
+
+
+@pytest.mark.parametrize("variant", ["", "-static"])
+def test_a_thread_polling_the_clock_sees_it_move(tmp_path, variant):
+    """spinclock reads CLOCK_MONOTONIC until 5 ms have passed. Each read with no other
+    call between moves the clock twice as far as the one before, from 1 us: after read
+    k (k >= 2) it shows (2^(k-1) - 1) us, so the 14th read is the first past 5 ms
+    (8.191 ms). One world: the node then waits in accept() for ever."""
+    path = model(tmp_path, f'node s = "{PROGS}/spinclock{variant} 5000"\n'
+                           "time virtual\n"
+                           "invariant polled:\n"
+                           "    node[0].done == null or (node[0].reads == 14\n"
+                           "                             and node[0].waited_ns == 8191000)\n"
+                           "witness done: node[0].done\n")
+    r = run_cmc("--model-file", path, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (1, 1, 1)
+
+
+def test_under_async_time_a_polled_clock_stands_still(tmp_path):
+    """Under time async the clock moves only on a FIRE: the poller never ends, and the
+    watchdog says which call it was spinning in."""
+    path = model(tmp_path, f'node s = "{PROGS}/spinclock 5000"\n')
+    r = run_cmc("--model-file", path, "--watchdog", "1", cwd=tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "node s" in r.stdout + r.stderr and "watchdog" in r.stdout + r.stderr
+
+
+def test_the_horizon_ends_the_clock(tmp_path):
+    """`horizon 700ms`: no FIRE takes the clock past it; the world where a waits for its
+    900 ms wake and b for its 1000 ms is a leaf (a at 600 ms and b at 500 ms have
+    fired: 4 states in a row)."""
+    r = run_cmc("--model-file", timers(tmp_path, "virtual horizon 700ms"), cwd=tmp_path)
+    assert r.returncode == 1 and "Witness all_woke was never reached" in r.stdout, \
+        r.stdout + r.stderr
+    assert counts(r.stdout) == (4, 4, 4)
