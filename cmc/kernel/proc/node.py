@@ -30,6 +30,13 @@ _native.pass_through(PASS_OPEN, PASS_FLAGS, PASS_NEEDLES)
 
 _DEVNULL: list[int] = []
 
+# Under time virtual, a thread that reads a clock this many times in a row with no other
+# call between is polling it, and sees it move (Node.clock_read). A runtime reads the
+# clock a few times in a row on its own (Go's scheduler: two or three), and how many
+# times may depend on what cmc does not control yet (the TSC): below this, the count
+# changes nothing, so the worlds do not depend on it.
+POLLING = 8
+
 # The longest line a node may write on fd 3 or 193: each world keeps its state.
 STATE_LINE_MAX = 1 << 20
 
@@ -194,9 +201,10 @@ class Node:
         if not self.cluster.virtual:
             return
         who, n = self.spin
-        self.spin = (tid, n + 1 if who == tid else 0)
-        if who == tid:
-            self.pass_time(1000 << min(n, 40))
+        n = n + 1 if who == tid else 0
+        self.spin = (tid, n)
+        if n >= POLLING:
+            self.pass_time(1000 << min(n - POLLING, 40))
 
     def any_call(self) -> None:
         """A notified call that is not a clock read: a poller of the clock is not
