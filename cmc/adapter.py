@@ -33,7 +33,8 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
         return reply_record(model.reply, client, node, index, req, raw)
     return ClusterSpec(
         nodes=tuple(NodeSpec(n.name, tuple(n.argv)) for n in model.nodes),
-        clients=tuple(ClientSpec(c.name, c.host, c.port, tuple(c.requests)) for c in model.clients),
+        clients=tuple(ClientSpec(c.name, c.host, c.port, tuple(c.requests), c.after_ns)
+                      for c in model.clients),
         budgets=dict(model.budgets),
         reply_record=record,
         params=dict(model.params),

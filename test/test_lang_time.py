@@ -49,3 +49,16 @@ def test_budget_delay_under_virtual_time(tmp_path):
 ])
 def test_time_errors(tmp_path, text, line, col, message):
     assert_at(failure(tmp_path, 'node a = "/x"\n' + text), line, col, message)
+
+
+def test_a_client_after_a_time(tmp_path):
+    m = load(tmp_path, 'node a = "/x"\ntime virtual\n'
+                       'client c after 250ms -> "127.0.0.1:7000": "x"\n'
+                       'client after -> "127.0.0.1:7000": "y"\n')
+    assert [(c.name, c.after_ns) for c in m.clients] == [("c", 250 * 10**6), ("after", None)]
+
+
+def test_a_client_after_a_time_needs_virtual_time(tmp_path):
+    assert_at(failure(tmp_path, 'node a = "/x"\nclient c after 1s -> "127.0.0.1:7000": "x"\n'),
+              2, 8, "client c after ...: a client waits for the clock only under time virtual "
+                    "(add a line `time virtual`)")

@@ -102,3 +102,23 @@ def test_the_horizon_ends_the_clock(tmp_path):
     assert r.returncode == 1 and "Witness all_woke was never reached" in r.stdout, \
         r.stdout + r.stderr
     assert counts(r.stdout) == (4, 4, 4)
+
+
+def test_a_client_can_wait_for_the_clock(tmp_path):
+    """`client alice after 1s`: alice connects and sends when the clock reaches 1 s,
+    which (latency 0) is only once nothing else is in flight: bob's PUT is acknowledged
+    first, at 0 s, on every path."""
+    durlog = PROGS.parent.parent.parent / "demo" / "build" / "durlog"
+    path = model(tmp_path, f'node primary = "{durlog} 0 127.0.0.1:7000 127.0.0.1:7001"\n'
+                           f'node backup  = "{durlog} 1 127.0.0.1:7000 127.0.0.1:7001"\n'
+                           'client alice after 1s -> "127.0.0.1:7000": "PUT 7\\n"\n'
+                           'client bob   -> "127.0.0.1:7000": "PUT 8\\n"\n'
+                           "reply /ACK (?P<val>\\d+)/\n"
+                           "time virtual\n"
+                           "invariant bob_first: all r in replies: r.client == \"bob\"\n"
+                           "    or len(replies) == 2\n"
+                           'invariant no_alice: all r in replies: r.client != "alice"\n')
+    r = run_cmc("--model-file", path, cwd=tmp_path)
+    assert r.returncode == 1 and "Invariant no_alice is violated" in r.stdout, r.stdout + r.stderr
+    assert "State 7: <FIRE client alice starts @ 1.000s>" in r.stdout
+    assert counts(r.stdout) == (15, 13, 11)

@@ -24,8 +24,8 @@ from .calls.dispatch import dispatch
 from .calls.sockets import close_vfd
 from .proc.fork import drop_root, fork_world, hold_root
 from .proc.node import Node
-from .world.actions import (Action, Crash, DatagramAction, Fire, MessageAction, ResetChannel,
-                            describe_key)
+from .world.actions import (Action, ClientStart, Crash, DatagramAction, Fire, MessageAction,
+                            ResetChannel, describe_key)
 from .world.clients import Client
 from .world.content import compact
 from .world.net import DATA, Connection, Msg, Network, Owner, Told, fmt_addr
@@ -48,6 +48,7 @@ class ClientSpec:
     host: str
     port: int
     requests: tuple[bytes, ...]
+    after_ns: int | None = None     # time virtual: it starts when the clock reaches this
 
 
 @dataclass(frozen=True)
@@ -186,11 +187,16 @@ class Cluster:
         for node in self.nodes:
             node.launch()
         for client in self.clients:
-            dst = (client.spec.host, client.spec.port)
-            client.conn = self.net.connect(Owner(client=client.name), client.addr, dst)
-            client.send_next(self)
+            if client.spec.after_ns is None:
+                self._start(client)
         self.settle()
         self.compact()
+
+    def _start(self, client: Client) -> None:
+        """A ghost client connects and puts its first request in flight."""
+        dst = (client.spec.host, client.spec.port)
+        client.conn = self.net.connect(Owner(client=client.name), client.addr, dst)
+        client.send_next(self)
 
     def own(self, root: str, roots) -> None:
         """This world, launched in `root`, is one of many side by side (copying): the
@@ -358,6 +364,9 @@ class Cluster:
                 node.history.append(("FIRE", action.timeout_ns) if not index else
                                     ("FIRE", index, action.timeout_ns))
                 node.tasks.fire(index)
+            case ClientStart():
+                net.clock = max(net.clock, action.at)
+                self._start(self.client_named(action.client))
             case Crash():
                 self.budgets["crash"] -= 1
                 self._crash(self.nodes[action.node], *(() if action.reached is None
@@ -379,12 +388,15 @@ class Cluster:
                         for t in node.tasks.blocked() if t.block.timeout_ns]
         return out
 
-    def _next_fire(self) -> list[Fire]:
+    def _next_fire(self) -> list[Fire | ClientStart]:
         """The one FIRE time virtual enables: the earliest deadline's (node order, then
-        thread order, among equal ones), when the clock may reach it: not past the
-        horizon, and not past a message's latency bound (sent + latency) unless the
-        delay budget pays for each message it would pass."""
+        thread order, among equal ones; a client waiting to start after the nodes),
+        when the clock may reach it: not past the horizon, and not past a message's
+        latency bound (sent + latency) unless the delay budget pays for each message it
+        would pass."""
         waits = self._waits()
+        waits += [(c.spec.after_ns, len(self.nodes) + i, 0, c, None)
+                  for i, c in enumerate(self.clients) if c.waiting]
         if not waits:
             return []
         at, _, _, node, t = min(waits, key=lambda w: w[:3])
@@ -394,6 +406,8 @@ class Cluster:
         late = sum(1 for sent in self.net.in_flight_sent() if now <= sent + latency < at)
         if late > self.budgets.get("delay", 0):
             return []
+        if t is None:                             # a client's start
+            return [ClientStart(node.name, max(at, now))]
         several = sum(1 for w in waits if w[3] is node) > 1
         return [Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.index,
                      at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
@@ -515,7 +529,9 @@ class Cluster:
         # (--check-merges found it in demo/durlog).
         listeners = sorted((fmt_addr(s.local), o, s.listening, tuple(c.key() for c in s.backlog))
                            for o, s in self.net.tcp)
-        clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf)) for c in self.clients]
+        clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf))
+                   + ((c.spec.after_ns - self.net.clock,) if c.waiting else ())
+                   for c in self.clients]
         budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
         return (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),
                 tuple(budgets), canon(self.replies))

@@ -59,6 +59,7 @@ class ClientDecl:
     port: int
     requests: tuple[bytes, ...]
     loc: Loc
+    after_ns: int | None = None     # time virtual: its first request waits for the clock
 
 
 @dataclass(frozen=True)

@@ -99,13 +99,22 @@ def _time(stmt: TimeStmt) -> TimeDecl:
                            "time virtual takes latency D and horizon D")
         if name in values:
             raise error_at(name_loc, f"{name} is given twice")
-        if unit not in UNITS:
-            raise error_at(value_loc, f"unknown unit {unit}{_suggest(unit, UNITS)}: a duration "
-                           "is a whole number of ns, us, ms or s (10ms)")
-        values[name] = number * UNITS[unit]
+        values[name] = _duration(number, unit, value_loc)
     if values.get("horizon") == 0:
         raise error_at(stmt.kind_loc, "a horizon of 0 leaves no time to run: give one > 0")
     return TimeDecl(stmt.kind, values.get("latency", 0), values.get("horizon", 60 * 10**9))
+
+
+def _duration(number: int, unit: str, loc: Loc) -> int:
+    if unit not in UNITS:
+        raise error_at(loc, f"unknown unit {unit}{_suggest(unit, UNITS)}: a duration "
+                       "is a whole number of ns, us, ms or s (10ms)")
+    return number * UNITS[unit]
+
+
+def _after(stmt: ClientStmt) -> int | None:
+    """When a client's first request goes (`client NAME after 2s -> ...`), or None."""
+    return None if stmt.after is None else _duration(*stmt.after)
 
 
 def _suggest(word: str, choices) -> str:
@@ -153,7 +162,8 @@ class _Assembler:
             elif isinstance(stmt, ClientStmt):
                 host, port = _address(stmt.address)
                 clients.append(ClientDecl(stmt.name, host, port,
-                                          tuple(r.data for r in stmt.requests), stmt.name_loc))
+                                          tuple(r.data for r in stmt.requests), stmt.name_loc,
+                                          _after(stmt)))
             elif isinstance(stmt, ReplyStmt):
                 reply = _reply(stmt)
             elif isinstance(stmt, NetworkStmt):
@@ -180,6 +190,10 @@ class _Assembler:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
         _check_history(properties, ops, reply)
+        late = next((c for c in clients if c.after_ns is not None), None)
+        if late is not None and not time.virtual:
+            raise error_at(late.loc, f"client {late.name} after ...: a client waits for the "
+                           "clock only under time virtual (add a line `time virtual`)")
         if "delay" in budget_lines and not time.virtual:
             raise error_at(budget_lines["delay"], "budget delay is for time virtual: under "
                            "time async a message may arrive at any time already")

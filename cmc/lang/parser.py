@@ -111,6 +111,7 @@ class ClientStmt(Statement):
     name_loc: Loc
     address: Text
     requests: tuple[Text, ...]
+    after: tuple | None = None  # (number, unit, loc): `client NAME after 2s -> ...`
 
 
 @dataclass(frozen=True)
@@ -455,9 +456,13 @@ class _Builder:
 
     def client_stmt(self, head, children) -> ClientStmt:
         name = children[0]
+        after = None
+        if children[1].type == "AFTER":
+            after = (self.integer(children[2]), children[3].value, self.at(children[2]))
         strings = [decode_string(t, self.source) for t in _tokens(children[2:])
                    if t.type == "STRING"]
-        return ClientStmt(*head, name.value, self.at(name), strings[0], tuple(strings[1:]))
+        return ClientStmt(*head, name.value, self.at(name), strings[0], tuple(strings[1:]),
+                          after)
 
     def reply_stmt(self, head, children) -> ReplyStmt:
         regex, group_locs = decode_regex(children[0], self.source)

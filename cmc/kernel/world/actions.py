@@ -190,4 +190,24 @@ class Crash:
         return {"kind": self.kind, "node": self.name}
 
 
-Action = MessageAction | ResetChannel | DatagramAction | Fire | Crash
+@dataclass(frozen=True)
+class ClientStart:
+    """Time virtual: the clock reaches `at`, when ghost client `client` connects and
+    sends its first request (`client NAME after T`)."""
+    client: str
+    at: int
+    kind = "FIRE"
+
+    @property
+    def key(self) -> tuple:
+        return ("FIRE", self.client)
+
+    @property
+    def label(self) -> str:
+        return f"FIRE client {self.client} starts @ {self.at / 1e9:.3f}s"
+
+    def fields(self) -> dict:
+        return {"kind": self.kind, "node": self.client, "what": "starts", "at_ns": self.at}
+
+
+Action = MessageAction | ResetChannel | DatagramAction | Fire | ClientStart | Crash

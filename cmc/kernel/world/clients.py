@@ -50,6 +50,11 @@ class Client:
                           reply=len(cluster.replies) - 1)
             self.send_next(cluster)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether it waits for the clock to start (`client NAME after T`)."""
+        return self.conn is None and self.spec.after_ns is not None and not self.finished
+
     def send_next(self, cluster) -> None:
         if self.finished or self.next_req >= len(self.spec.requests):
             return
