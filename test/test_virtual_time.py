@@ -107,7 +107,7 @@ def test_the_horizon_ends_the_clock(tmp_path):
 def test_a_client_can_wait_for_the_clock(tmp_path):
     """`client alice after 1s`: alice connects and sends when the clock reaches 1 s,
     which (latency 0) is only once nothing else is in flight: bob's PUT is acknowledged
-    first, at 0 s, on every path."""
+    first, at 0 s, on every path. The HTML report marks each state with the clock."""
     durlog = PROGS.parent.parent.parent / "demo" / "build" / "durlog"
     path = model(tmp_path, f'node primary = "{durlog} 0 127.0.0.1:7000 127.0.0.1:7001"\n'
                            f'node backup  = "{durlog} 1 127.0.0.1:7000 127.0.0.1:7001"\n'
@@ -118,7 +118,10 @@ def test_a_client_can_wait_for_the_clock(tmp_path):
                            "invariant bob_first: all r in replies: r.client == \"bob\"\n"
                            "    or len(replies) == 2\n"
                            'invariant no_alice: all r in replies: r.client != "alice"\n')
-    r = run_cmc("--model-file", path, cwd=tmp_path)
+    r = run_cmc("--model-file", path, "--html", tmp_path / "r.html", cwd=tmp_path)
     assert r.returncode == 1 and "Invariant no_alice is violated" in r.stdout, r.stdout + r.stderr
     assert "State 7: <FIRE client alice starts @ 1.000s>" in r.stdout
     assert counts(r.stdout) == (15, 13, 11)
+    page = (tmp_path / "r.html").read_text()          # the chart's time axis: each state
+    marks = [m.split(">")[1].split("<")[0] for m in page.split('class="clock"')[1:]]
+    assert marks == ["@ 0.000s"] * 6 + ["@ 1.000s"] * 5

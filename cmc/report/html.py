@@ -245,6 +245,10 @@ class Chart:
                f'<rect class="bg" x="0" y="{top}" width="{self.width}" height="{height}"/>',
                f'<text class="state" x="12" y="{top + 20}">State {i + 1}</text>',
                f'<text class="kind" x="12" y="{top + 36}">{esc(kind)}</text>']
+        clock = step["view"].get("clock_ns")
+        if clock is not None:            # time virtual: the time axis, one mark a state
+            out.append(f'<text class="clock" x="{GUTTER - 12}" y="{top + 20}" '
+                       f'text-anchor="end">@ {clock / 1e9:.3f}s</text>')
         if last and self.report.get("verdict", "violated") == "violated":
             out.append(f'<text class="bad" x="12" y="{top + 52}">✗ violated here</text>')
         alive = step["view"].get("alive") or []
@@ -501,7 +505,7 @@ h1{font-size:17px;margin:0 0 4px;color:#c92a2a} header.ok h1{color:#2b8a3e}
 .who.client rect,.who.other rect{fill:#e7f5ff;stroke:#74c0fc}
 .who.client text,.who.other text{fill:#1864ab} .who text.role{fill:#868e96;font:11px sans-serif}
 .step{cursor:pointer} .step.sel .state{font-weight:700} .state,.msg,.note{font-size:12px}
-.kind{font-size:11px;fill:#868e96;letter-spacing:.04em} .bad{font:600 11px sans-serif;fill:#e03131}
+.kind{font-size:11px;fill:#868e96;letter-spacing:.04em} .clock{font-size:11px;fill:#1971c2} .bad{font:600 11px sans-serif;fill:#e03131}
 .life{stroke:#adb5bd;stroke-width:1.5;stroke-dasharray:4 3} .life.dead{stroke:#e9ecef}
 .step :is(.bg,.chip){fill:#fff} .step:nth-child(even) :is(.bg,.chip){fill:#f8f9fa}
 .step:hover :is(.bg,.chip){fill:#e7f5ff} .step.sel :is(.bg,.chip){fill:#d0ebff}
