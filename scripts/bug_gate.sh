@@ -32,6 +32,7 @@ swapstate models/swapstate.model no_lost_write
 reclog  models/reclog.model  only_written_values
 pbkv    models/pbkv.model    kv_is_linearizable
 register models/register.model register_is_linearizable
+leaseread models/leaseread.model no_stale_read
 "
 
 if ! make -s -C demo >/dev/null; then
