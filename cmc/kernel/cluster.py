@@ -24,6 +24,7 @@ from .calls.dispatch import dispatch
 from .calls.sockets import close_vfd
 from .proc.fork import drop_root, fork_world, hold_root
 from .proc.node import Node
+from .world import clock
 from .world.actions import (Action, ClientStart, Crash, DatagramAction, Fire, MessageAction,
                             ResetChannel, describe_key)
 from .world.clients import Client
@@ -304,7 +305,7 @@ class Cluster:
         fire = self.budgets.get("fire")
         if self.virtual:
             if fire is None or fire > 0:
-                out += self._next_fire()
+                out += clock.next_fire(self)
         elif fire is None or fire > 0:
             for node in self.nodes:
                 timed = [t for t in node.tasks.blocked() if t.block.timeout_ns] if node.alive else []
@@ -354,16 +355,7 @@ class Cluster:
                 self.budgets["dup"] -= 1
                 net.dup_dgram(net.datagram(action.group))
             case Fire():
-                if self.budgets.get("fire") is not None:
-                    self.budgets["fire"] -= 1
-                if self.virtual:
-                    if action.late:
-                        self.budgets["delay"] -= action.late
-                    net.clock = max(net.clock, action.at)
-                node, index = self.nodes[action.node], action.thread_index
-                node.history.append(("FIRE", action.timeout_ns) if not index else
-                                    ("FIRE", index, action.timeout_ns))
-                node.tasks.fire(index)
+                self._fire(action)
             case ClientStart():
                 net.clock = max(net.clock, action.at)
                 self._start(self.client_named(action.client))
@@ -377,50 +369,22 @@ class Cluster:
         self.compact()
         return action
 
-    # -- time virtual: one clock (docs/design.md, "One clock for the cluster") -------------
-    def _waits(self) -> list[tuple[int, int, int, Node, object]]:
-        """Every timed wait of a live node: (deadline, node index, thread index, node,
-        thread)."""
-        out = []
-        for node in self.nodes:
-            if node.alive:
-                out += [(t.block.since + t.block.timeout_ns, node.index, t.index, node, t)
-                        for t in node.tasks.blocked() if t.block.timeout_ns]
-        return out
-
-    def _next_fire(self) -> list[Fire | ClientStart]:
-        """The one FIRE time virtual enables: the earliest deadline's (node order, then
-        thread order, among equal ones; a client waiting to start after the nodes),
-        when the clock may reach it: not past the horizon, and not past a message's
-        latency bound (sent + latency) unless the delay budget pays for each message it
-        would pass."""
-        waits = self._waits()
-        waits += [(c.spec.after_ns, len(self.nodes) + i, 0, c, None)
-                  for i, c in enumerate(self.clients) if c.waiting]
-        if not waits:
-            return []
-        at, _, _, node, t = min(waits, key=lambda w: w[:3])
-        if at > self.spec.horizon_ns:
-            return []
-        now, latency = self.net.clock, self.spec.latency_ns
-        late = sum(1 for sent in self.net.in_flight_sent() if now <= sent + latency < at)
-        if late > self.budgets.get("delay", 0):
-            return []
-        if t is None:                             # a client's start
-            return [ClientStart(node.name, max(at, now))]
-        several = sum(1 for w in waits if w[3] is node) > 1
-        return [Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.index,
-                     at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
-
+    # -- time virtual: one clock (world/clock.py) -----------------------------------------
     def advance(self, ns: int) -> None:
-        """Move the clock by `ns` in the middle of a step (a thread polling it), never
-        past the next deadline, a message's latency bound or the horizon: those are
-        moved past only by a FIRE, which the search takes as a step."""
-        now = self.net.clock
-        limit = min([w[0] for w in self._waits()] +
-                    [sent + self.spec.latency_ns for sent in self.net.in_flight_sent()] +
-                    [self.spec.horizon_ns])
-        self.net.clock = max(now, min(now + ns, limit))
+        """A thread polls the clock: it moves (clock.advance)."""
+        clock.advance(self, ns)
+
+    def _fire(self, action: Fire) -> None:
+        if self.budgets.get("fire") is not None:
+            self.budgets["fire"] -= 1
+        if self.virtual:
+            if action.late:
+                self.budgets["delay"] -= action.late
+            self.net.clock = max(self.net.clock, action.at)
+        node, index = self.nodes[action.node], action.thread_index
+        node.history.append(("FIRE", action.timeout_ns) if not index else
+                            ("FIRE", index, action.timeout_ns))
+        node.tasks.fire(index)
 
     def _tell(self, told: list[Told]) -> None:
         """Hand on what the network told the owners of endpoints: a node's input
