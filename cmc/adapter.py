@@ -93,11 +93,14 @@ def engine_action(a) -> Action:
 
 
 class _Tracked:
-    def __init__(self, cluster: Cluster, owner: "ClusterModel", is_copy: bool = False):
+    def __init__(self, cluster: Cluster, owner: "ClusterModel", is_copy: bool = False,
+                 path: tuple = (), shift: int = 0):
         self._c = cluster
         self._owner = owner
         self.is_copy = is_copy
         self._saved: list = []          # the record as the copies load it (fork_world)
+        self.path = path                # the keys applied since launch (to rebuild it)
+        self.shift = shift
 
     def actions(self) -> list[Action]:
         return [engine_action(a) for a in self._c.actions()]
@@ -105,11 +108,71 @@ class _Tracked:
     def apply(self, key) -> Action:
         self._saved.clear()
         try:
-            return engine_action(self._c.apply(key))
+            action = engine_action(self._c.apply(key))
         except (NotForkable, ForkFailed) as e:
             # A node this step runs is lent to other worlds and could not be forked
             # (fork.Lease.take): the step is taken again on a replay.
             raise CopyFailed(str(e)) from None
+        self.path += (key,)
+        self.fold()
+        return action
+
+    def fold(self) -> None:
+        """Time virtual: while nothing is in flight, the FIREs due that change nothing
+        another node or a property sees are taken as part of the step just taken
+        (docs/design.md, "One clock for the cluster"). A FIRE is known to be invisible
+        only once it ran, so it is tried on a copy of the world where one can be made,
+        else on the world itself; a try that meets a visible call spoils its world,
+        which is made again from launch (the same path, this world now known: the
+        owner's `visible_next`). A timer leading back to a world of this fold is a loop
+        of idle ticks: the fold ends there."""
+        seen = set()
+        while (fire := self._c.foldable()) is not None:
+            fp = self._c.fingerprint()
+            if fp in self._owner.visible_next or fp in seen:
+                break
+            seen.add(fp)
+            try:
+                twin = self.fork()
+            except CopyFailed:
+                twin = None
+            if twin is None:                      # no copy: try it on this world
+                try:
+                    invisible = self._c.fold(fire)
+                except (NotForkable, ForkFailed) as e:
+                    raise CopyFailed(str(e)) from None
+                if invisible:
+                    self._saved.clear()
+                    continue
+                self._owner.visible_next.add(fp)
+                self._rebuild()
+                break
+            try:
+                invisible = twin._c.fold(fire)
+            except (NotForkable, ForkFailed) as e:
+                twin.close()
+                raise CopyFailed(str(e)) from None
+            if invisible:                         # the copy is this world now
+                self._c, twin._c = twin._c, self._c
+                self._saved.clear()
+                twin.close()
+                continue
+            twin.close()
+            self._owner.visible_next.add(fp)
+            break
+        self._c.compact()
+
+    def _rebuild(self) -> None:
+        """This world was spoilt by a FIRE that turned out visible: launch it again and
+        take its path, which now stops before that FIRE."""
+        self._c.close()
+        self._owner.open.discard(self)
+        again = self._owner.fresh(self.shift)
+        for key in self.path:
+            again.apply(key)
+        self._c = again._c
+        self._owner.open.discard(again)
+        self._owner.open.add(self)
 
     def fingerprint(self):
         return self._c.fingerprint()
@@ -131,7 +194,7 @@ class _Tracked:
         (the engine replays it then)."""
         try:
             twin = _Tracked(self._c.fork(self._owner.new_root(), self._saved), self._owner,
-                            is_copy=True)
+                            is_copy=True, path=self.path, shift=self.shift)
         except NotForkable:
             return None
         except ForkFailed as e:
@@ -166,6 +229,9 @@ class ClusterModel:
         self.many = many
         self.tag = tag
         self.open: set[_Tracked] = set()
+        # time virtual: the worlds (fingerprints) whose next FIRE was found visible, so
+        # that a world made again from launch stops before it (_Tracked.fold)
+        self.visible_next: set[bytes] = set()
         self._roots = 0
         self.roots = Roots(self.new_root)
 
@@ -187,9 +253,10 @@ class ClusterModel:
             cluster = Cluster(self.spec, self._root(0))
         cluster.recording = self.recording
         cluster.shift = shift
-        tracked = _Tracked(cluster, self)
+        tracked = _Tracked(cluster, self, shift=shift)
         self.open.add(tracked)
         cluster.launch()
+        tracked.fold()
         return tracked
 
     def close_all(self) -> None:

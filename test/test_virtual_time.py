@@ -145,3 +145,38 @@ def test_a_lease_holds_on_one_clock_and_not_on_many():
     assert "<FIRE n1 poll 500ms @ 0.900s>" in r.stdout
     r = run_cmc("--model-file", MODELS / "leaseread-async.model", cwd=MODELS)
     assert r.returncode == 1 and "Invariant no_stale_read is violated" in r.stdout
+
+
+def ticker(tmp_path, time: str, extra: str = ""):
+    """ticker sleeps 10 ms five times without a word, then writes once (at 50 ms)."""
+    return model(tmp_path, f'node t = "{PROGS}/ticker 9200 10 5"\n'
+                           f"time {time}\n"
+                           "invariant on_time: node[0].ticks == null or node[0].at_ms == 50\n"
+                           "witness ticked: node[0].ticks == 5\n" + extra)
+
+
+@pytest.mark.parametrize("mode", [(), ("--no-fast",)], ids=["copies", "replays"])
+def test_idle_ticks_are_folded(tmp_path, mode):
+    """The four silent ticks change nothing another node or a property sees: under time
+    virtual they are folded into the launch (tried on a copy of the world, or, replayed,
+    on the world itself), and only the tick that writes is a step: 2 worlds, where time
+    async has 6 (each tick its own step)."""
+    r = run_cmc("--model-file", ticker(tmp_path, "virtual"), *mode, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (2, 2, 2)
+    r = run_cmc("--model-file", ticker(tmp_path, "async"), *mode, cwd=tmp_path)
+    assert counts(r.stdout) == (6, 6, 6)
+
+
+@pytest.mark.parametrize("mode", [(), ("--no-fast",), ("--workers", "2"), ("--det",)])
+def test_a_crash_among_folded_ticks(tmp_path, mode):
+    """With `budget crash 1`: the launch (four ticks folded, the fifth due), then the
+    writing tick or a CRASH; a CRASH relaunches the node, whose four silent ticks are
+    folded again. After the crash, the worlds from before and after the write differ in
+    what the node declared (an input history, or a state line), and meet again once the
+    new incarnation writes: 5 worlds, 6 generated, depth 3, the same whether worlds are
+    copied, replayed, split among workers or taken twice."""
+    r = run_cmc("--model-file", ticker(tmp_path, "virtual", "budget crash 1\n"), *mode,
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (6, 5, 3)

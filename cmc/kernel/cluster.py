@@ -81,6 +81,7 @@ class Cluster:
             os.makedirs(d)
         self.net = Network(spec.channel_cap, bag=spec.network == "bag")
         self.virtual = spec.time == "virtual"
+        self.folded = 0                # FIREs folded into the steps they followed
         self.watchdog_s = spec.watchdog_s
         self.nodes: list[Node] = []
         for i, ns in enumerate(spec.nodes):
@@ -373,6 +374,34 @@ class Cluster:
     def advance(self, ns: int) -> None:
         """A thread polls the clock: it moves (clock.advance)."""
         clock.advance(self, ns)
+
+    def foldable(self) -> Fire | None:
+        """Time virtual: the FIRE that may be folded into the step just taken (nothing in
+        flight, and the one FIRE due is a node's), else None."""
+        if not self.virtual or self.net.in_flight_sent():
+            return None
+        fire = self.budgets.get("fire")
+        due = clock.next_fire(self) if fire is None or fire > 0 else []
+        return due[0] if due and isinstance(due[0], Fire) else None
+
+    def fold(self, action: Fire) -> bool:
+        """Take FIRE `action` as part of the step before, its node stopping at its first
+        visible call (calls/quiet.py): True when it ran to the end without one (it
+        changed nothing another node or a property sees: folded); False when it
+        stopped, and this world is spoilt (the caller throws it away)."""
+        node = self.nodes[action.node]
+        node.tasks.pausing = True
+        try:
+            self._fire(action)
+        finally:
+            node.tasks.pausing = False
+        if node.tasks.paused is not None:
+            return False
+        self.folded += 1
+        self.net.collect()
+        self.settle()
+        self.net.collect()
+        return True
 
     def _fire(self, action: Fire) -> None:
         if self.budgets.get("fire") is not None:

@@ -44,6 +44,7 @@ from ..calls.calllog import render
 from ..linux import _native, procfs
 from ..linux.procfs import task_children, task_ids, task_state
 from ..calls.handler import fd_arg
+from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
 from .tasks import Tasks, _past_fork, _reaped
@@ -199,8 +200,12 @@ class Scheduler(Tasks):
         completes; a thread that gave way (sched_yield) only when no other can run,
         the one that gave way first, first."""
         dispatch = self.node.cluster.dispatch
+        if self.paused is not None:
+            return None                  # a FIRE being tried met a visible call
         if (last is not None and self.threads.get(last.tid) is last and last.notif is not None
                 and last.block is None and not last.yielded):
+            if self._pause(last):
+                return None
             result = dispatch(last.proc, last.notif)
             if not isinstance(result, Block):
                 return last, result
@@ -209,6 +214,8 @@ class Scheduler(Tasks):
         held = [t for t in self.threads.values() if t.notif is not None]
         for t in held:
             if t.block is None:
+                if self._pause(t):
+                    return None
                 result = dispatch(t.proc, t.notif)
                 if not isinstance(result, Block):
                     return t, result
@@ -249,6 +256,15 @@ class Scheduler(Tasks):
         if isinstance(result, Err):
             return _native.respond(self.listener, notif.id, err=result.errno)
         return _native.respond(self.listener, notif.id, val=result.val)
+
+    def _pause(self, t: Thread) -> bool:
+        """While a FIRE is tried for folding (`pausing`, time virtual): stop at the first
+        call that shows (calls/quiet.py), before answering it. The world is then spoilt
+        (the FIRE ran in part) and its owner throws it away (adapter.py)."""
+        if self.pausing and visible(t.notif):
+            self.paused = t
+            return True
+        return False
 
     def try_wake(self) -> bool:
         """Run a held thread whose call the world now lets complete, and on."""

@@ -265,6 +265,10 @@ class Tasks:
         self.clone_ctid = 0            # its CLONE_CHILD_CLEARTID address
         self._yields = 0               # sched_yield calls, to order those who gave way
         self._poller = None
+        # time virtual, a FIRE tried for folding: stop at the first visible call
+        # (`pausing`); the thread stopped there (`paused`)
+        self.pausing = False
+        self.paused: Thread | None = None
 
     def __getstate__(self) -> dict:
         """A copy of a node's record (fork.py) shares the processes with the original
