@@ -126,7 +126,7 @@ class _Tracked:
         which is made again from launch (the same path, this world now known: the
         owner's `visible_next`). A timer leading back to a world of this fold is a loop
         of idle ticks: the fold ends there."""
-        seen = set()
+        seen: set[bytes] = set()
         while (fire := self._c.foldable()) is not None:
             fp = self._c.fingerprint()
             if fp in self._owner.visible_next or fp in seen:
@@ -160,7 +160,8 @@ class _Tracked:
             twin.close()
             self._owner.visible_next.add(fp)
             break
-        self._c.compact()
+        if seen:
+            self._c.compact()          # what the folded FIREs wrote (docs/design.md)
 
     def _rebuild(self) -> None:
         """This world was spoilt by a FIRE that turned out visible: launch it again and
