@@ -33,7 +33,7 @@ def test_syntax_error_says_what_was_expected(tmp_path):
     assert_at(failure(tmp_path, 'node a = "/x"\ninvariant p: all x [1]: true\n'), 2, 20,
               "unexpected '['; expected 'in'")
     assert_at(failure(tmp_path, 'node a = "/x"\nclient c "1.2.3.4:5": "x"\n'), 2, 10,
-              "unexpected string \"1.2.3.4:5\"; expected '->'")
+              "unexpected string \"1.2.3.4:5\"; expected '->' or 'after'")
 
 
 def test_syntax_error_unexpected_character(tmp_path):

@@ -229,6 +229,7 @@ _WORDS = {
     "NAME": "a name", "PRIMED": "a primed name", "INT": "a number",
     "STRING": "a string in double quotes", "REGEX": "a regex between slashes (/.../)",
     "TRUE": "true", "FALSE": "false", "NULL": "null", "EQUAL": "'='", "ARROW": "'->'",
+    "AFTER": "'after'",
     "COLON": "':'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['",
     "RSQB": "']'", "DOT": "'.'", "IN": "'in'", "NOT": "'not'", "AND": "'and'", "OR": "'or'",
     "IMPLIES": "'=>'", "ALL": "'all'", "SOME": "'some'", "COMPARE": "a comparison",
