@@ -27,8 +27,11 @@ from .lang import (EvaluationError, StateChecks, history_rows, history_violation
                    reply_record)
 
 
-def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
-    """What the kernel launches for `model`, with the run's channel cap and watchdog."""
+def cluster_spec(model, channel_cap: int, watchdog_s: float,
+                 trace_ticks: bool = False) -> ClusterSpec:
+    """What the kernel launches for `model`, with the run's channel cap and watchdog
+    (and, for the adapter, whether a world's view lists the FIREs folded into the
+    step that reached it: --trace-ticks)."""
     def record(client, node, index, req, raw):
         return reply_record(model.reply, client, node, index, req, raw)
     return ClusterSpec(
@@ -46,6 +49,7 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float) -> ClusterSpec:
         time=model.time.mode,
         latency_ns=model.time.latency_ns,
         horizon_ns=model.time.horizon_ns,
+        trace_ticks=trace_ticks,
     )
 
 
@@ -101,12 +105,14 @@ class _Tracked:
         self._saved: list = []          # the record as the copies load it (fork_world)
         self.path = path                # the keys applied since launch (to rebuild it)
         self.shift = shift
+        self.ticks: list[str] = []      # the FIREs folded into the last step (labels)
 
     def actions(self) -> list[Action]:
         return [engine_action(a) for a in self._c.actions()]
 
     def apply(self, key) -> Action:
         self._saved.clear()
+        self.ticks = []
         try:
             action = engine_action(self._c.apply(key))
         except (NotForkable, ForkFailed) as e:
@@ -143,6 +149,7 @@ class _Tracked:
                     raise CopyFailed(str(e)) from None
                 if invisible:
                     self._saved.clear()
+                    self.ticks.append(fire.label)
                     continue
                 self._owner.visible_next.add(fp)
                 self._rebuild()
@@ -155,6 +162,7 @@ class _Tracked:
             if invisible:                         # the copy is this world now
                 self._c, twin._c = twin._c, self._c
                 self._saved.clear()
+                self.ticks.append(fire.label)
                 twin.close()
                 continue
             twin.close()
@@ -171,7 +179,7 @@ class _Tracked:
         again = self._owner.fresh(self.shift)
         for key in self.path:
             again.apply(key)
-        self._c = again._c
+        self._c, self.ticks = again._c, again.ticks
         self._owner.open.discard(again)
         self._owner.open.add(self)
 
@@ -179,7 +187,10 @@ class _Tracked:
         return self._c.fingerprint()
 
     def view(self):
-        return self._c.view()
+        view = self._c.view()
+        if self._c.spec.trace_ticks and self._c.virtual:
+            view["ticks"] = list(self.ticks)
+        return view
 
     def parts(self):
         return self._c.parts()

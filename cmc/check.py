@@ -71,7 +71,8 @@ def run_build(model):
 
 def spec_for(model, args):
     """The kernel's cluster spec of `model` with the command line's channel cap and watchdog."""
-    return cluster_spec(model, args.channel_cap or DEFAULT_CHANNEL_CAP, args.watchdog)
+    return cluster_spec(model, args.channel_cap or DEFAULT_CHANNEL_CAP, args.watchdog,
+                        getattr(args, "trace_ticks", False))
 
 
 def _mode(args) -> str:

@@ -102,6 +102,8 @@ def parse_args(argv):
     p.add_argument("--replay", metavar="TRACE.json", help="run a written trace again")
     p.add_argument("--det", action="store_true",
                    help="take every step twice from a fresh launch and compare")
+    p.add_argument("--trace-ticks", action="store_true",
+                   help="time virtual: show in a trace the FIREs folded into each step")
     p.add_argument("--trace-out", metavar="TRACE.json",
                    help="where to write a violation's trace (default MODEL.trace.json)")
     p.add_argument("--json", metavar="REPORT.json", help="also write the verdict as JSON")

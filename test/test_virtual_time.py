@@ -180,3 +180,16 @@ def test_a_crash_among_folded_ticks(tmp_path, mode):
                 cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert counts(r.stdout) == (6, 5, 3)
+
+
+def test_a_trace_lists_the_folded_ticks(tmp_path):
+    """--trace-ticks: each state of a trace shows the FIREs folded into the step that
+    reached it: the launch folded four silent ticks, the writing tick folded none."""
+    path = ticker(tmp_path, "virtual", "invariant silent: node[0].ticks == null\n")
+    r = run_cmc("--model-file", path, "--trace-ticks", cwd=tmp_path)
+    assert r.returncode == 1 and "Invariant silent is violated" in r.stdout, r.stdout
+    folded = [line for line in r.stdout.splitlines() if line.startswith("/\\ folded")]
+    ticks = ", ".join(f'"FIRE t clock_nanosleep 10ms @ 0.0{k}0s"' for k in range(1, 5))
+    assert folded == [f"/\\ folded = <<{ticks}>>", "/\\ folded = <<>>"]
+    plain = run_cmc("--model-file", path, cwd=tmp_path)
+    assert "/\\ folded" not in plain.stdout

@@ -66,6 +66,7 @@ class ClusterSpec:
     time: str = "async"     # or virtual: one clock for the cluster (docs/model-file.md)
     latency_ns: int = 0     # time virtual: how long after it was sent a message may arrive
     horizon_ns: int = 60 * 10**9   # time virtual: the clock never passes it
+    trace_ticks: bool = False      # the adapter's: views list the FIREs folded (--trace-ticks)
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
 
 

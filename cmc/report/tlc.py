@@ -54,6 +54,8 @@ def render_world(view: dict) -> list[str]:
     for r in view["replies"]:
         replies.append("[" + ", ".join(f"{k} |-> {render_value(v)}" for k, v in r.items()) + "]")
     clock = [f"/\\ clock = {view['clock_ns'] / 1e9:.3f}s"] if "clock_ns" in view else []
+    if "ticks" in view:                 # --trace-ticks: the FIREs folded into the step
+        clock.append(f"/\\ folded = <<{', '.join(render_value(t) for t in view['ticks'])}>>")
     return clock + [
         f"/\\ node = {per_node(view['node'])}",
         f"/\\ durable = {per_node(view['durable'])}",
