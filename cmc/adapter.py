@@ -138,10 +138,7 @@ class _Tracked:
             if fp in self._owner.visible_next or fp in seen:
                 break
             seen.add(fp)
-            try:
-                twin = self.fork()
-            except CopyFailed:
-                twin = None
+            twin = self.fork()            # CopyFailed: this world was spoilt, and closed
             if twin is None:                      # no copy: try it on this world
                 try:
                     invisible = self._c.fold(fire)
