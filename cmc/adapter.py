@@ -139,31 +139,24 @@ class _Tracked:
                 break
             seen.add(fp)
             twin = self.fork()            # CopyFailed: this world was spoilt, and closed
-            if twin is None:                      # no copy: try it on this world
-                try:
-                    invisible = self._c.fold(fire)
-                except (NotForkable, ForkFailed) as e:
-                    raise CopyFailed(str(e)) from None
-                if invisible:
-                    self._saved.clear()
-                    self.ticks.append(fire.label)
-                    continue
-                self._owner.visible_next.add(fp)
-                self._rebuild()
-                break
             try:
-                invisible = twin._c.fold(fire)
+                invisible = (twin or self)._c.fold(fire)   # no copy: on this world
             except (NotForkable, ForkFailed) as e:
-                twin.close()
+                if twin is not None:
+                    twin.close()
                 raise CopyFailed(str(e)) from None
-            if invisible:                         # the copy is this world now
-                self._c, twin._c = twin._c, self._c
+            if invisible:
+                if twin is not None:                  # the copy is this world now
+                    self._c, twin._c = twin._c, self._c
+                    twin.close()
                 self._saved.clear()
                 self.ticks.append(fire.label)
-                twin.close()
                 continue
-            twin.close()
             self._owner.visible_next.add(fp)
+            if twin is not None:
+                twin.close()
+            else:
+                self._rebuild()                       # the try spoilt this world
             break
         if seen:
             self._c.compact()          # what the folded FIREs wrote (docs/design.md)

@@ -82,7 +82,6 @@ class Cluster:
             os.makedirs(d)
         self.net = Network(spec.channel_cap, bag=spec.network == "bag")
         self.virtual = spec.time == "virtual"
-        self.folded = 0                # FIREs folded into the steps they followed
         self.watchdog_s = spec.watchdog_s
         self.nodes: list[Node] = []
         for i, ns in enumerate(spec.nodes):
@@ -372,10 +371,6 @@ class Cluster:
         return action
 
     # -- time virtual: one clock (world/clock.py) -----------------------------------------
-    def advance(self, ns: int) -> None:
-        """A thread polls the clock: it moves (clock.advance)."""
-        clock.advance(self, ns)
-
     def foldable(self) -> Fire | None:
         """Time virtual: the FIRE that may be folded into the step just taken (nothing in
         flight, and the one FIRE due is a node's), else None."""
@@ -398,7 +393,6 @@ class Cluster:
             node.tasks.pausing = False
         if node.tasks.paused is not None:
             return False
-        self.folded += 1
         self.net.collect()
         self.settle()
         self.net.collect()
@@ -419,11 +413,11 @@ class Cluster:
     def _tell(self, told: list[Told]) -> None:
         """Hand on what the network told the owners of endpoints: a node's input
         history; a ghost client's connection reset ends it (it never reconnects)."""
-        for end, what in told:
-            if end.owner.client is None:
-                self.nodes[end.owner.node].history.append(what)
+        for owner, what, end in told:
+            if owner.client is None:
+                self.nodes[owner.node].history.append(what)
             elif what[0] == "RESET":
-                self.client_named(end.owner.client).finished = True
+                self.client_named(owner.client).finished = True
                 end.closed = True
 
     def compact(self) -> None:

@@ -30,10 +30,9 @@ CLOCK_READS = frozenset((NR["clock_gettime"], NR["gettimeofday"], NR["time"]))
 def dispatch(proc, notif):
     """Answer notification `notif` with its handler; `proc` is the Process that
     made the call (proc/tasks.py); the handler reaches the node through it."""
-    if notif.nr in CLOCK_READS:
-        proc.node.clock_read(notif.pid)     # a thread polling the clock sees it move
-    else:
-        proc.node.any_call()
+    node = proc.node
+    if node.cluster.virtual:                # a thread polling the clock sees it move
+        node.polls(notif.pid, notif.nr in CLOCK_READS)
     handler = HANDLERS.get(notif.nr)
     if handler is None:
         return unsupported(proc, notif.nr, notif.args)

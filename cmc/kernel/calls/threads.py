@@ -262,7 +262,7 @@ def sys_execve(call):
     if not os.access(full, os.X_OK) or os.path.isdir(full):
         return Err(errno.EACCES)
     try:
-        outcome, status = _native.exec_continue(proc.node.tasks.listener, notif.id, notif.pid,
+        outcome, status = _native.exec_continue(call.listener, notif.id, notif.pid,
                                                 _exec_seed(proc.node), 5000)
     except OSError as e:
         raise TargetError(proc.node.cluster.where(proc.node) +

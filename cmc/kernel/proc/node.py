@@ -15,6 +15,7 @@ from ...errors import TargetError, UnsupportedMachine
 from ...interrupts import interrupts_held
 from ..linux import _native
 from ..linux.abi import VFD_BASE
+from ..world import clock
 from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .scheduler import COUNTERS, Scheduler
@@ -31,7 +32,7 @@ _native.pass_through(PASS_OPEN, PASS_FLAGS, PASS_NEEDLES)
 _DEVNULL: list[int] = []
 
 # Under time virtual, a thread that reads a clock this many times in a row with no other
-# call between is polling it, and sees it move (Node.clock_read). A runtime reads the
+# call between is polling it, and sees it move (Node.polls). A runtime reads the
 # clock a few times in a row on its own (Go's scheduler: two or three), and how many
 # times may depend on what cmc does not control yet (the TSC): below this, the count
 # changes nothing, so the worlds do not depend on it.
@@ -187,29 +188,26 @@ class Node:
     def pass_time(self, ns: int) -> None:
         """A call of the node takes `ns` of its time (an expired futex deadline, a read
         of a clock that is being polled): under time virtual, the cluster's clock
-        moves, never past a deadline or a message's latency bound (Cluster.may_pass)."""
+        moves, never past a deadline or a message's latency bound (world/clock.py)."""
         if self.cluster.virtual:
-            self.cluster.advance(ns)
+            clock.advance(self.cluster, ns)
         else:
             self.elapsed_ns += ns
 
-    def clock_read(self, tid: int) -> None:
-        """Thread tid reads a clock. Under time virtual, a thread that reads it again
-        and again with no other call between sees it move: each read twice as far as
-        the one before, from 1 us (so polling for an instant takes a number of reads
-        that grows with the logarithm of the wait, not with the wait)."""
-        if not self.cluster.virtual:
+    def polls(self, tid: int, reads_clock: bool) -> None:
+        """Time virtual, thread tid makes a notified call (dispatch.py). A thread that
+        reads a clock again and again with no other call between sees it move: from
+        the POLLING-th read in a row, each twice as far as the one before, from 1 us
+        (so polling for an instant takes a number of reads that grows with the
+        logarithm of the wait, not with the wait). Any other call ends the run."""
+        if not reads_clock:
+            self.spin = (0, 0)
             return
         who, n = self.spin
         n = n + 1 if who == tid else 0
         self.spin = (tid, n)
         if n >= POLLING:
             self.pass_time(1000 << min(n - POLLING, 40))
-
-    def any_call(self) -> None:
-        """A notified call that is not a clock read: a poller of the clock is not
-        spinning any more."""
-        self.spin = (0, 0)
 
     def random_bytes(self, n: int) -> bytes:
         """A deterministic stream per (node, incarnation)."""

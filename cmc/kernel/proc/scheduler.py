@@ -199,28 +199,23 @@ class Scheduler(Tasks):
         creation order, the first whose call (dispatched now if it just arrived)
         completes; a thread that gave way (sched_yield) only when no other can run,
         the one that gave way first, first."""
-        dispatch = self.node.cluster.dispatch
         if self.paused is not None:
             return None                  # a FIRE being tried met a visible call
         if (last is not None and self.threads.get(last.tid) is last and last.notif is not None
                 and last.block is None and not last.yielded):
-            if self._pause(last):
+            result = self._dispatch(last)
+            if result is None:
                 return None
-            result = dispatch(last.proc, last.notif)
             if not isinstance(result, Block):
                 return last, result
-            last.block = result
-            result.since = self.node.now_ns()
         held = [t for t in self.threads.values() if t.notif is not None]
         for t in held:
             if t.block is None:
-                if self._pause(t):
+                result = self._dispatch(t)
+                if result is None:
                     return None
-                result = dispatch(t.proc, t.notif)
                 if not isinstance(result, Block):
                     return t, result
-                t.block = result
-                result.since = self.node.now_ns()
             if t.yielded:
                 continue
             done = t.block.attempt()
@@ -257,14 +252,19 @@ class Scheduler(Tasks):
             return _native.respond(self.listener, notif.id, err=result.errno)
         return _native.respond(self.listener, notif.id, val=result.val)
 
-    def _pause(self, t: Thread) -> bool:
-        """While a FIRE is tried for folding (`pausing`, time virtual): stop at the first
-        call that shows (calls/quiet.py), before answering it. The world is then spoilt
-        (the FIRE ran in part) and its owner throws it away (adapter.py)."""
+    def _dispatch(self, t: Thread):
+        """Dispatch thread t's held call: its answer, or the Block it now waits in (kept
+        as t.block, with the clock it blocked at). None: a FIRE tried for folding
+        (`pausing`, time virtual) met a call that shows (calls/quiet.py) and stopped
+        before answering it; the world is spoilt and its owner throws it away."""
         if self.pausing and visible(t.notif):
             self.paused = t
-            return True
-        return False
+            return None
+        result = self.node.cluster.dispatch(t.proc, t.notif)
+        if isinstance(result, Block):
+            t.block = result
+            result.since = self.node.now_ns()
+        return result
 
     def try_wake(self) -> bool:
         """Run a held thread whose call the world now lets complete, and on."""

@@ -164,11 +164,12 @@ class Datagram:
 
 
 class Told(NamedTuple):
-    """What an action of the environment told the owner of an endpoint: an entry of
-    a node's input history (docs/target-contract.md, "State"), or, to a client,
-    that its connection was reset."""
-    end: Endpoint
+    """What an action of the environment told an owner: an entry of a node's input
+    history (docs/target-contract.md, "Worlds and actions"), or, to a client, that its
+    connection (its end: `end`) was reset."""
+    owner: Owner
     what: tuple
+    end: Endpoint | None = None
 
 
 class Network:
@@ -312,10 +313,10 @@ class Network:
             conn.established = True
             lsock.backlog.append(conn)
             lsock.arrivals += 1
-            return [Told(conn.b, ("ACCEPTABLE", conn.key()))]
+            return [Told(conn.b.owner, ("ACCEPTABLE", conn.key()))]
         receiver = conn.end(1 - side)
         receiver.arrivals += 1
-        told = [Told(receiver, (msg.kind, conn.key(), msg.data))] \
+        told = [Told(receiver.owner, (msg.kind, conn.key(), msg.data))] \
             if receiver.owner.node is not None else []
         if msg.kind == DATA:
             if receiver.closed:
@@ -351,7 +352,7 @@ class Network:
         for ep in (conn.a, conn.b):
             if ep is not None and not ep.closed:
                 ep.reset = True
-                told.append(Told(ep, ("RESET", conn.key())))
+                told.append(Told(ep.owner, ("RESET", conn.key()), ep))
         return told
 
     # -- datagrams, by the environment ---------------------------------------
@@ -381,7 +382,7 @@ class Network:
             return []                            # a connected socket filters other sources
         sock.rqueue.append((d.src, d.data))
         sock.arrivals += 1
-        return [Told(Endpoint(Owner(node=owner), d.dst), ("DGRAM", d.group()))]
+        return [Told(Owner(node=owner), ("DGRAM", d.group()))]
 
     def drop_dgram(self, d: Datagram) -> None:
         self.dgrams.remove(d)
