@@ -378,6 +378,187 @@ static int fix_auxv(int pid, const unsigned char random16[16])
     return -E2BIG;
 }
 
+/* ---- the TSC is cmc's ----------------------------------------------------------
+ *
+ * Every exec'd image gets, before its first instruction, PR_SET_TSC(PR_TSC_SIGSEGV)
+ * (rdtsc and rdtscp then fault) and a SIGSEGV handler of cmc's in a page of its own
+ * at CMC_TRAP_PAGE (docs/design.md, "The TSC is cmc's"). The handler asks cmc for the
+ * counter with clock_gettime(CMC_CLOCK_TSC) -- a notified call, answered from the
+ * node's logical clock -- writes it into the interrupted registers and steps over the
+ * instruction. Any other SIGSEGV goes to the program's own action, which cmc keeps
+ * (rt_sigaction of SIGSEGV from outside the page is notified and emulated) and hands
+ * to the handler through clock_gettime(CMC_CLOCK_SEGV_ACTION). Position-independent,
+ * no data, no calls but to the program's handler. */
+__asm__(
+"    .pushsection .rodata.cmc_trap,\"a\"\n"
+"    .globl cmc_trap_code\n"
+"    .hidden cmc_trap_code\n"
+"    .globl cmc_trap_restorer\n"
+"    .hidden cmc_trap_restorer\n"
+"    .globl cmc_trap_code_end\n"
+"    .hidden cmc_trap_code_end\n"
+"cmc_trap_code:\n"                       /* (int sig, siginfo_t *rsi, ucontext_t *rdx) */
+"    cmpl $0x80, 8(%rsi)\n"               /* si_code SI_KERNEL: a #GP in user mode */
+"    jne 20f\n"
+"    movq 168(%rdx), %rcx\n"              /* gregs[REG_RIP] */
+"    cmpw $0x310f, (%rcx)\n"              /* rdtsc: 0f 31 */
+"    je 10f\n"
+"    cmpw $0x010f, (%rcx)\n"              /* rdtscp: 0f 01 f9 */
+"    jne 20f\n"
+"    cmpb $0xf9, 2(%rcx)\n"
+"    jne 20f\n"
+"    movl $3, %r8d\n"
+"    jmp 11f\n"
+"10: movl $2, %r8d\n"
+"11: subq $24, %rsp\n"
+"    movq $0, (%rsp)\n"
+"    movl $228, %eax\n"                   /* clock_gettime(CMC_CLOCK_TSC, &buf) */
+"    movl $0x434d4354, %edi\n"
+"    movq %rsp, %rsi\n"
+"    syscall\n"
+"    movq (%rsp), %rax\n"
+"    addq $24, %rsp\n"
+"    movq %rax, %r9\n"
+"    shrq $32, %r9\n"
+"    movl %eax, %eax\n"
+"    movq %rax, 144(%rdx)\n"              /* gregs[REG_RAX]: low half */
+"    movq %r9, 136(%rdx)\n"               /* gregs[REG_RDX]: high half */
+"    cmpl $3, %r8d\n"
+"    jne 12f\n"
+"    movq $0, 152(%rdx)\n"                /* gregs[REG_RCX]: TSC_AUX, cpu 0 */
+"12: addq %r8, 168(%rdx)\n"               /* step over the instruction */
+"    ret\n"
+"20: pushq %rbx\n"                        /* any other SIGSEGV: the program's action */
+"    pushq %r12\n"
+"    pushq %r13\n"
+"    movq %rsi, %rbx\n"
+"    movq %rdx, %r12\n"
+"    subq $32, %rsp\n"                    /* handler, flags, restorer, mask */
+"    movq $0, (%rsp)\n"
+"    movl $228, %eax\n"                   /* clock_gettime(CMC_CLOCK_SEGV_ACTION, &act) */
+"    movl $0x434d4353, %edi\n"
+"    movq %rsp, %rsi\n"
+"    syscall\n"
+"    movq (%rsp), %rax\n"
+"    cmpq $1, %rax\n"
+"    ja 40f\n"
+"    jb 30f\n"
+"    cmpl $0, 8(%rbx)\n"                  /* SIG_IGN: a fault cannot be ignored */
+"    jg 30f\n"
+"    jmp 50f\n"
+"30: xorl %eax, %eax\n"                   /* SIG_DFL: the kernel's action too, */
+"    movq %rax, (%rsp)\n"
+"    movq %rax, 8(%rsp)\n"
+"    movq %rax, 16(%rsp)\n"
+"    movq %rax, 24(%rsp)\n"
+"    movl $13, %eax\n"                    /* rt_sigaction(SIGSEGV, &dfl, 0, 8) */
+"    movl $11, %edi\n"
+"    movq %rsp, %rsi\n"
+"    xorl %edx, %edx\n"
+"    movl $8, %r10d\n"
+"    syscall\n"
+"    cmpl $0, 8(%rbx)\n"                  /* a fault happens again on return; */
+"    jg 50f\n"
+"    movl $186, %eax\n"                   /* a sent signal is sent again */
+"    syscall\n"
+"    movl %eax, %edi\n"
+"    movl $11, %esi\n"
+"    movl $200, %eax\n"                   /* tkill(gettid(), SIGSEGV) */
+"    syscall\n"
+"    jmp 50f\n"
+"40: movq 8(%rsp), %r13\n"                /* a handler: block its mask (and SIGSEGV */
+"    movq 24(%rsp), %rax\n"               /* unless SA_NODEFER), call it */
+"    btq $30, %r13\n"
+"    jc 41f\n"
+"    orq $0x400, %rax\n"
+"41: movq %rax, 24(%rsp)\n"
+"    movl $14, %eax\n"                    /* rt_sigprocmask(SIG_BLOCK, &mask, 0, 8) */
+"    xorl %edi, %edi\n"
+"    leaq 24(%rsp), %rsi\n"
+"    xorl %edx, %edx\n"
+"    movl $8, %r10d\n"
+"    syscall\n"
+"    movq (%rsp), %rax\n"
+"    movl $11, %edi\n"
+"    movq %rbx, %rsi\n"
+"    movq %r12, %rdx\n"
+"    callq *%rax\n"
+"50: addq $32, %rsp\n"
+"    popq %r13\n"
+"    popq %r12\n"
+"    popq %rbx\n"
+"    ret\n"
+"cmc_trap_restorer:\n"
+"    movl $15, %eax\n"                    /* rt_sigreturn */
+"    syscall\n"
+"    hlt\n"
+"cmc_trap_code_end:\n"
+"    .popsection\n");
+extern const unsigned char cmc_trap_code[], cmc_trap_restorer[], cmc_trap_code_end[];
+
+#define CMC_TRAP_PAGE 0x7e5a00000000ULL
+#define TRAP_ACTION_AT 0x800        /* where the handler's struct sigaction is put */
+
+int cmc_trap_page(uint64_t *addr_out)
+{
+    *addr_out = CMC_TRAP_PAGE;
+    return (int)(cmc_trap_code_end - cmc_trap_code);
+}
+
+static int wait_traced(int pid, int *st, int timeout_ms);
+static int inject(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                  uint64_t a0, uint64_t a1, uint64_t a2, long *result);
+static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                   const uint64_t a[6], long *result);
+
+/* At the exec stop of pid: map the trap page, fill it, set the handler and make the
+ * TSC fault, before the program's first instruction. The exec stop is inside execve:
+ * one single-step first leaves the call (its return value set, no instruction run);
+ * the two bytes borrowed at the entry point for the first `syscall`, and the
+ * registers, are put back. 0 or -errno. */
+static int trap_tsc(int pid)
+{
+    struct user_regs_struct entry, saved;
+    int st, e;
+    if (ptrace(PTRACE_GETREGS, pid, 0, &entry)) return -errno;
+    if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) return -errno;
+    if ((e = wait_traced(pid, &st, 2000))) return e;
+    if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP) return -EPROTO;
+    if (ptrace(PTRACE_GETREGS, pid, 0, &saved)) return -errno;
+    if (saved.rip != entry.rip) return -EPROTO;
+    uint64_t ip = saved.rip, orig = 0;
+    unsigned char sc[2] = { 0x0f, 0x05 };
+    if (cmc_read_mem(pid, ip, &orig, 2) != 2) return -EFAULT;
+    if (cmc_write_mem(pid, ip, sc, 2) != 2) return -EFAULT;
+    long res;
+    uint64_t mm[6] = { CMC_TRAP_PAGE, 4096, PROT_READ | PROT_EXEC,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, (uint64_t)-1, 0 };
+    e = inject6(pid, &saved, ip, __NR_mmap, mm, &res);
+    cmc_write_mem(pid, ip, &orig, 2);
+    if (e) goto out;
+    if (res != (long)CMC_TRAP_PAGE) { e = res < 0 ? (int)res : -EEXIST; goto out; }
+    size_t len = (size_t)(cmc_trap_code_end - cmc_trap_code);
+    if (cmc_write_mem(pid, CMC_TRAP_PAGE, cmc_trap_code, len) != (int64_t)len) { e = -EFAULT; goto out; }
+    uint64_t act[4] = { CMC_TRAP_PAGE,
+                        0x04 | 0x08000000 | 0x04000000 | 0x10000000,  /* SIGINFO ONSTACK RESTORER RESTART */
+                        CMC_TRAP_PAGE + (uint64_t)(cmc_trap_restorer - cmc_trap_code), 0 };
+    if (cmc_write_mem(pid, CMC_TRAP_PAGE + TRAP_ACTION_AT, act, sizeof act) != sizeof act) {
+        e = -EFAULT;
+        goto out;
+    }
+    /* the `syscall` of the restorer, inside the page: the filter lets the page's own
+     * rt_sigaction through */
+    uint64_t gadget = CMC_TRAP_PAGE + (uint64_t)(cmc_trap_restorer - cmc_trap_code) + 5;
+    uint64_t sa[6] = { SIGSEGV, CMC_TRAP_PAGE + TRAP_ACTION_AT, 0, 8, 0, 0 };
+    if ((e = inject6(pid, &saved, gadget, __NR_rt_sigaction, sa, &res))) goto out;
+    if (res) { e = (int)res; goto out; }
+    if ((e = inject(pid, &saved, gadget, __NR_prctl, PR_SET_TSC, PR_TSC_SIGSEGV, 0, &res))) goto out;
+    if (res) e = (int)res;
+out:
+    ptrace(PTRACE_SETREGS, pid, 0, &saved);
+    return e;
+}
+
 static int is_exec_stop(int st)
 {
     return WIFSTOPPED(st) && (st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8));
@@ -415,7 +596,8 @@ static int exec_failed(int pid)
  * whether the program went on instead (a failed execve makes its next
  * notified call: a notification without an exec stop means failure). */
 int cmc_exec_continue(int listener, uint64_t id, int pid,
-                      const unsigned char random16[16], int timeout_ms, int *status)
+                      const unsigned char random16[16], int trap, int timeout_ms,
+                      int *status)
 {
     sigset_t chld, old;
     sigemptyset(&chld);
@@ -433,6 +615,10 @@ int cmc_exec_continue(int listener, uint64_t id, int pid,
             if (WIFEXITED(st) || WIFSIGNALED(st)) { *status = st; r = 2; goto out; }
             if (is_exec_stop(st)) {
                 r = fix_auxv(pid, random16);
+                if (r == 0 && trap) {
+                    int e = trap_tsc(pid);
+                    if (e) { *status = -e; r = 3; }
+                }
                 ptrace(PTRACE_DETACH, pid, 0, 0);
                 goto out;
             }
@@ -504,9 +690,16 @@ static int wait_traced(int pid, int *st, int timeout_ms)
 static int inject(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
                   uint64_t a0, uint64_t a1, uint64_t a2, long *result)
 {
+    uint64_t a[6] = { a0, a1, a2, 0, 0, 0 };
+    return inject6(pid, base, ip, nr, a, result);
+}
+
+static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                   const uint64_t a[6], long *result)
+{
     struct user_regs_struct r = *base;
     r.rip = ip; r.rax = nr; r.orig_rax = (uint64_t)-1;
-    r.rdi = a0; r.rsi = a1; r.rdx = a2; r.r10 = 0; r.r8 = 0; r.r9 = 0;
+    r.rdi = a[0]; r.rsi = a[1]; r.rdx = a[2]; r.r10 = a[3]; r.r8 = a[4]; r.r9 = a[5];
     int st, e;
     if (ptrace(PTRACE_SETREGS, pid, 0, &r)) return -errno;
     if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) return -errno;

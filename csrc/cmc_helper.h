@@ -72,13 +72,20 @@ int64_t cmc_write_mem(int pid, uint64_t addr, const void *buf, uint64_t len);
 
 /* Answer a notified execve of pid (notification id) with CONTINUE while
  * tracing it, and at the exec stop: retag AT_SYSINFO_EHDR as AT_IGNORE (so
- * libc makes real, trappable clock calls instead of using the vDSO), and
- * overwrite the 16 AT_RANDOM bytes with random16. Then detach.
+ * libc makes real, trappable clock calls instead of using the vDSO),
+ * overwrite the 16 AT_RANDOM bytes with random16, and with trap != 0 make the
+ * TSC cmc's (the trap page, its SIGSEGV handler, PR_TSC_SIGSEGV). Then detach.
  * Returns 0 when the exec happened, 1 when the exec failed and the target
  * went on running, 2 when the target exited (*status gets the wait status),
- * or -errno (-ETIMEDOUT after timeout_ms). */
+ * 3 when the exec happened but the trap could not be set (*status gets the
+ * errno), or -errno (-ETIMEDOUT after timeout_ms). */
 int cmc_exec_continue(int listener, uint64_t id, int pid,
-                      const unsigned char random16[16], int timeout_ms, int *status);
+                      const unsigned char random16[16], int trap, int timeout_ms,
+                      int *status);
+
+/* The address of the trap page every exec'd image gets (*addr_out) and the length
+ * of its code. */
+int cmc_trap_page(uint64_t *addr_out);
 
 /* A copy, in this process, of descriptor fd of process pid (pidfd_getfd,
  * Linux 5.6); close-on-exec. Used to ask the kernel about the readiness of a

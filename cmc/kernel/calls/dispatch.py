@@ -2,7 +2,7 @@
 from the handlers' `handles` marks in the modules below, imported here explicitly."""
 from __future__ import annotations
 
-from . import fds, files, limits, opens, shm, sockopts, stream, threads, time, waits, writes
+from . import fds, files, limits, opens, shm, sockopts, stream, threads, time, tsc, waits, writes
 from .handler import Call, unsupported
 from ..linux.syscalls_x86_64 import NR
 
@@ -21,7 +21,8 @@ def _table(*modules) -> dict[int, object]:
     return table
 
 
-HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm)
+HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm,
+                  tsc)
 
 
 CLOCK_READS = frozenset((NR["clock_gettime"], NR["gettimeofday"], NR["time"]))

@@ -19,10 +19,11 @@ import struct
 
 from ...errors import TargetError
 from ..linux import _native, procfs
-from ..linux.abi import CLONE_THREAD
+from ..linux.abi import CLONE_THREAD, TRAP_PAGE
 from ..linux.syscalls_x86_64 import NAME, NR
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
 from .handler import fd_arg, handles, read_timespec, signed, unsupported
+from . import tsc
 from .sockets import close_vfd
 
 CLONE_CHILD_CLEARTID = 0x00200000
@@ -274,9 +275,14 @@ def sys_execve(call):
         raise TargetError(proc.node.cluster.where(proc.node) +
                           f"died during execve({path.decode(errors='replace')}) "
                           f"(wait status {status:#x})")
+    if outcome == 3:      # the image runs, but its TSC could not be made cmc's
+        raise TargetError(proc.node.cluster.where(proc.node) +
+                          f"execve({path.decode(errors='replace')}): the TSC trap could not "
+                          f"be set ({os.strerror(status)}; its page is at {TRAP_PAGE:#x})")
     if outcome == 0:      # close-on-exec virtual fds go away with the old image
         for fd in sorted(proc.cloexec):
             close_vfd(proc, fd)
+        tsc.after_exec(proc)
     return ANSWERED
 
 

@@ -10,6 +10,7 @@ import struct
 from ..linux.abi import REALTIME_CLOCKS, TIMER_ABSTIME
 from .answer import Block, Err, Ret
 from .handler import handles, read_timespec, signed, timespec
+from .tsc import trap_clock
 
 
 def clock_value(proc, clk: int) -> int | None:
@@ -27,7 +28,7 @@ def sys_clock_gettime(call):
     proc, args = call.proc, call.args
     value = clock_value(proc, signed(args[0]))
     if value is None:
-        return Err(errno.EINVAL)
+        return trap_clock(call) or Err(errno.EINVAL)
     if not proc.write(args[1], timespec(value)):
         return Err(errno.EFAULT)
     return Ret(0)

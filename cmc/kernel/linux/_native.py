@@ -25,6 +25,7 @@ class Notification:
     pid: int
     nr: int
     args: tuple[int, ...]
+    ip: int = 0             # where the call was made (the trap page's own calls: tsc.py)
 
 
 def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[int],
@@ -92,7 +93,7 @@ def recv(listener: int) -> Notification | None:
                                    p["mask"], p["n"], p["needle"])):
         return None
     n = _notif
-    return Notification(n.id, n.pid, n.nr, tuple(n.args[i] for i in range(6)))
+    return Notification(n.id, n.pid, n.nr, tuple(n.args[i] for i in range(6)), n.ip)
 
 
 def respond(listener: int, nid: int, val: int = 0, err: int = 0, cont: bool = False) -> bool:
@@ -126,12 +127,21 @@ def write_mem(pid: int, addr: int, data: bytes) -> None:
 
 
 def exec_continue(listener: int, nid: int, pid: int, random16: bytes,
-                  timeout_ms: int) -> tuple[int, int]:
-    """Let a notified execve run, hiding the vDSO in the new image.
-    Returns (outcome, wait_status): 0 exec done, 1 exec failed, 2 target exited."""
+                  timeout_ms: int, trap: bool = True) -> tuple[int, int]:
+    """Let a notified execve run, hiding the vDSO in the new image and (trap) making
+    its TSC cmc's. Returns (outcome, status): 0 exec done, 1 exec failed, 2 target
+    exited (status: its wait status), 3 exec done but the trap not set (status: errno)."""
     status = ffi.new("int *")
-    r = _check(lib.cmc_exec_continue(listener, nid, pid, random16, timeout_ms, status))
+    r = _check(lib.cmc_exec_continue(listener, nid, pid, random16, 1 if trap else 0,
+                                     timeout_ms, status))
     return r, status[0]
+
+
+def trap_page() -> tuple[int, int]:
+    """(address, code length) of the page with cmc's SIGSEGV handler (the TSC trap)."""
+    addr = ffi.new("uint64_t *")
+    n = lib.cmc_trap_page(addr)
+    return addr[0], n
 
 
 def getfd(pid: int, fd: int) -> int:

@@ -39,4 +39,12 @@ RLIMIT_NOFILE = 7
 CLOCK_REALTIME, CLOCK_MONOTONIC = 0, 1
 REALTIME_CLOCKS = {0, 5, 8, 11}          # REALTIME, _COARSE, _ALARM, TAI
 TIMER_ABSTIME = 1
+
+# The TSC trap (docs/design.md, "The TSC is cmc's"): the page the C helper maps into
+# every exec'd image (the same address as csrc's CMC_TRAP_PAGE), and the two clock
+# ids its SIGSEGV handler asks cmc with: the counter, and the program's own action
+# for SIGSEGV.
+TRAP_PAGE, TRAP_PAGE_SIZE = 0x7E5A00000000, 4096
+CLOCK_TSC, CLOCK_SEGV_ACTION = 0x434D4354, 0x434D4353
+SIGSEGV = 11
 CLONE_THREAD = 0x00010000

@@ -17,6 +17,8 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   whose path contains none of "limits", "random" and "/dev/shm/" is answered in C
   with CONTINUE (PASS_OPEN), without a round trip into Python; and unlink, link and
   rename (a shared-memory object's name);
+- rt_sigaction of SIGSEGV, unless made from the trap page (the handler that makes
+  rdtsc cmc's takes SIGSEGV: the program's own action is kept by cmc, calls/tsc.py);
 - when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
   writes also when the fd is 3 or 193 (the state channels cmc takes synchronously),
   and fcntl and the dup family on fd 3 or 193 (a copy of them would escape cmc).
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import errno
 
-from .abi import DURABLE_FD, STATE_FD, VFD_BASE
+from .abi import DURABLE_FD, SIGSEGV, STATE_FD, TRAP_PAGE, TRAP_PAGE_SIZE, VFD_BASE
 from .syscalls_x86_64 import NR
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -47,6 +49,7 @@ RET_K = 0x06
 
 OFF_NR = 0
 OFF_ARCH = 4
+OFF_IP_LO, OFF_IP_HI = 8, 12
 
 
 def _off_arg(i: int) -> int:
@@ -162,7 +165,7 @@ def build_filter(disk: bool = False) -> list[tuple[int, int, int, int]]:
     a.ld(OFF_NR)
     a.jump(JGE_K, X32_BIT, 0, 1)
     a.ja("enosys")
-    groups = [(ALWAYS, "notify"), (REFUSED, "enosys")]
+    groups = [(ALWAYS, "notify"), (REFUSED, "enosys"), (("rt_sigaction",), "segv")]
     if disk:
         groups += [(DISK_ALWAYS, "notify"), (DISK_WRITES, "fd3up"), (("mmap",), "mmap")]
     groups += [(FD_ARG0, "arg0"), (WRITES, "write"), (DUPS, "dup2"), (FD_ARG01, "arg01"),
@@ -189,6 +192,15 @@ def build_filter(disk: bool = False) -> list[tuple[int, int, int, int]]:
         a.jump(JSET_K, PROT_WRITE, 0, "allow")
         a.ld(_off_arg(4))
         a.jump(JGE_K, 0x80000000, "allow", "notify")
+
+    a.label("segv")             # rt_sigaction(SIGSEGV) from outside the trap page
+    a.ld(_off_arg(0))
+    a.jump(JEQ_K, SIGSEGV, 0, "allow")
+    a.ld(OFF_IP_HI)
+    a.jump(JEQ_K, TRAP_PAGE >> 32, 0, "notify")
+    a.ld(OFF_IP_LO)
+    a.jump(JGE_K, TRAP_PAGE & 0xFFFFFFFF, 0, "notify")
+    a.jump(JGE_K, (TRAP_PAGE & 0xFFFFFFFF) + TRAP_PAGE_SIZE, "notify", "allow")
 
     a.label("write")            # falls through into arg0
     a.ld(_off_arg(0))

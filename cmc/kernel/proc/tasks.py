@@ -133,7 +133,7 @@ class Process:
     made the call; what is the node's (clocks, disk, state lines, scheduler) it
     reaches through `node`."""
     __slots__ = ("node", "number", "pid", "parent", "fds", "cloexec", "epolls", "futexes",
-                 "nofile", "pidfd", "vforked")
+                 "nofile", "pidfd", "vforked", "segv")
 
     def __init__(self, node, number: int, pid: int, parent: "Process | None" = None):
         self.node = node
@@ -143,6 +143,9 @@ class Process:
         self.pidfd = -1
         self.vforked = False
         self.futexes = Futexes()
+        # the program's own action for SIGSEGV (the kernel's is the TSC trap's:
+        # calls/tsc.py), as the 32 bytes of a struct kernel_sigaction
+        self.segv = parent.segv if parent is not None else bytes(32)
         if parent is None:
             self.fds = {}
             self.cloexec = set()
