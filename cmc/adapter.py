@@ -49,6 +49,8 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         time=model.time.mode,
         latency_ns=model.time.latency_ns,
         horizon_ns=model.time.horizon_ns,
+        cpus=model.machine.cpus,
+        memory=model.machine.memory,
         trace_ticks=trace_ticks,
     )
 

@@ -67,6 +67,8 @@ class ClusterSpec:
     latency_ns: int = 0     # time virtual: how long after it was sent a message may arrive
     horizon_ns: int = 60 * 10**9   # time virtual: the clock never passes it
     trace_ticks: bool = False      # the adapter's: views list the FIREs folded (--trace-ticks)
+    cpus: int = 2           # the machine every node sees (calls/machine.py)
+    memory: int = 4 << 30
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
 
 

@@ -207,6 +207,18 @@ ASYNC = TimeDecl()
 
 
 @dataclass(frozen=True)
+class MachineDecl:
+    """The machine every node sees (docs/model-file.md, "`machine`"): its CPUs and its
+    memory, the same on every host and in every worker, so that a runtime that sizes
+    itself by them (Go's scheduler, a thread pool) does the same everywhere."""
+    cpus: int = 2
+    memory: int = 4 << 30
+
+
+MACHINE = MachineDecl()
+
+
+@dataclass(frozen=True)
 class Model:
     """A loaded model file. ``params`` hold the values after ``-D`` overrides;
     ``budgets`` has keys crash, drop, dup (default 0) and fire (default None:
@@ -226,6 +238,7 @@ class Model:
     disk: str = "fsync"         # fsync | fsync partial | strict | off (docs/model-file.md)
     ops: tuple[OpDecl, ...] = ()    # op lines, in declaration order (docs/model-file.md)
     time: TimeDecl = ASYNC          # the time line (docs/model-file.md)
+    machine: MachineDecl = MACHINE  # the machine lines (docs/model-file.md)
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -18,8 +18,9 @@ from cmc.errors import ModelError
 from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
                           ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc, Model,
                           Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
-                          Unary, error_at)
-from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, NetworkStmt, NodeStmt,
+                          MachineDecl, Unary, error_at)
+from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, MachineStmt,
+                             NetworkStmt, NodeStmt,
                              OpStmt, ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
                              TimeStmt, parse_source)
 
@@ -105,6 +106,36 @@ def _time(stmt: TimeStmt) -> TimeDecl:
     return TimeDecl(stmt.kind, values.get("latency", 0), values.get("horizon", 60 * 10**9))
 
 
+MACHINE_ITEMS = ("cpus", "memory")
+MEMORY_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+MAX_CPUS = 1024                 # what a cpu_set_t holds
+
+
+def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl:
+    """A `machine cpus N` or `machine memory SIZE` line (docs/model-file.md)."""
+    if stmt.item not in MACHINE_ITEMS:
+        raise error_at(stmt.item_loc, f"unknown machine item {stmt.item}"
+                       f"{_suggest(stmt.item, MACHINE_ITEMS)}: a machine line gives cpus N "
+                       "or memory SIZE (KiB, MiB, GiB)")
+    if stmt.item in seen:
+        raise error_at(stmt.item_loc, f"machine {stmt.item} is given twice "
+                       f"({_first_at(seen[stmt.item])})")
+    seen[stmt.item] = stmt.item_loc
+    if stmt.item == "cpus":
+        if stmt.unit is not None:
+            raise error_at(stmt.value_loc, f"machine cpus takes a count, not {stmt.unit}")
+        if not 1 <= stmt.number <= MAX_CPUS:
+            raise error_at(stmt.value_loc, f"machine cpus must be 1 to {MAX_CPUS}")
+        return MachineDecl(stmt.number, machine.memory)
+    if stmt.unit not in MEMORY_UNITS:
+        raise error_at(stmt.value_loc, f"machine memory needs a unit"
+                       f"{_suggest(stmt.unit or '', MEMORY_UNITS)}: KiB, MiB or GiB "
+                       "(machine memory 4GiB)")
+    if stmt.number <= 0:
+        raise error_at(stmt.value_loc, "machine memory must be more than 0")
+    return MachineDecl(machine.cpus, stmt.number * MEMORY_UNITS[stmt.unit])
+
+
 def _duration(number: int, unit: str, loc: Loc) -> int:
     if unit not in UNITS:
         raise error_at(loc, f"unknown unit {unit}{_suggest(unit, UNITS)}: a duration "
@@ -142,6 +173,7 @@ class _Assembler:
         budget_lines: dict[str, Loc] = {}
         property_lines: dict[str, Loc] = {}
         build, reply, network, disk, time = None, None, "fifo", DISKS[0], TimeDecl()
+        machine, machine_lines = MachineDecl(), {}
         nodes, clients, properties, ops = [], [], [], []
         budgets = dict(BUDGET_DEFAULTS)
         for stmt in statements:
@@ -176,6 +208,8 @@ class _Assembler:
                 disk = _disk(stmt)
             elif isinstance(stmt, TimeStmt):
                 time = _time(stmt)
+            elif isinstance(stmt, MachineStmt):
+                machine = _machine(stmt, machine, machine_lines)
             elif isinstance(stmt, BudgetStmt):
                 budgets[stmt.kind] = self.budget(stmt, budget_lines)
             elif isinstance(stmt, OpStmt):
@@ -199,7 +233,7 @@ class _Assembler:
                            "time async a message may arrive at any time already")
         return Model(self.path, self.folder, self.source.text, self.params, build,
                      tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties),
-                     disk, tuple(ops), time)
+                     disk, tuple(ops), time, machine)
 
     # params and -D
 

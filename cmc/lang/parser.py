@@ -33,7 +33,7 @@ from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, L
                           Quantifier, Unary, error_at)
 
 STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "time",
-                      "budget",
+                      "machine", "budget",
                       "invariant", "witness", "quiescent", "action", "eventually", "op",
                       "linearizable")
 
@@ -140,6 +140,15 @@ class TimeStmt(Statement):
     kind: str                   # async | virtual
     kind_loc: Loc
     options: tuple              # (name, name_loc, number, unit, value_loc): `latency 10ms`
+
+
+@dataclass(frozen=True)
+class MachineStmt(Statement):
+    item: str                   # cpus | memory
+    item_loc: Loc
+    number: int
+    unit: str | None            # memory's: KiB MiB GiB
+    value_loc: Loc
 
 
 @dataclass(frozen=True)
@@ -484,6 +493,11 @@ class _Builder:
                          rest[i + 2].value, self.at(rest[i + 1]))
                         for i in range(0, len(rest), 3))
         return TimeStmt(*head, kind.value, self.at(kind), options)
+
+    def machine_stmt(self, head, children) -> MachineStmt:
+        item, number, *unit = children
+        return MachineStmt(*head, item.value, self.at(item), self.integer(number),
+                           unit[0].value if unit else None, self.at(number))
 
     def budget_stmt(self, head, children) -> BudgetStmt:
         kind, *value = children

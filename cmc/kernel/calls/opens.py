@@ -16,6 +16,7 @@ from .answer import ANSWERED, CONTINUE
 from .files import disk_open
 from .handler import fd_arg, handles
 from .limits import limits_text
+from .machine import MACHINE_FILES
 from .time import RANDOM_FILES
 
 _PROC_LIMITS = re.compile(rb"/proc/(self|thread-self|\d+)(/task/\d+)?/limits")
@@ -58,6 +59,8 @@ def sys_open(call):
     path = os.path.normpath(path)
     if path in RANDOM_FILES:
         return _answer_with(call, "random", RANDOM_FILES[path](proc), flags)
+    if path in MACHINE_FILES:
+        return _answer_with(call, "machine", MACHINE_FILES[path](proc), flags)
     m = _PROC_LIMITS.fullmatch(path)
     if m is None or m.group(1) not in (b"self", b"thread-self", str(proc.pid).encode(),
                                        str(notif.pid).encode()):

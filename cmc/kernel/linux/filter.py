@@ -8,7 +8,8 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   execve (to hide the vDSO at every exec), thread and process creation (cmc
   finds the new task), leaving the node's process group or namespaces (refused),
   what threads wait and give way in (futex, sched_yield) and how one ends
-  (exit: the process's end is exit_group), and the calls a new thread and its
+  (exit: the process's end is exit_group), what tells the machine (CPUs, memory,
+  host name: the model's), and the calls a new thread and its
   creator make first (rt_sigprocmask, sigaltstack: a point where cmc holds each
   until the threads before it block), and the rlimit calls (real fds stay below 500 under a real limit of 500,
   while the program is shown a limit above every virtual descriptor);
@@ -68,17 +69,21 @@ ALWAYS = (
     # SysV IPC objects: refused where a node has no IPC namespace of its own; an
     # AF_UNIX name outside the node's directory: refused (shm.py)
     "shmget", "semget", "msgget", "bind",
+    # the machine a node sees is the model's (calls/machine.py)
+    "sched_getaffinity", "sched_setaffinity", "getcpu", "sysinfo", "uname",
 )
 # open calls answered in C unless their flags (the second number: an argument, or
 # -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a
 # truncation, a new name)
 # or their path (the first number: an argument) contains one of PASS_NEEDLES:
 # /proc/self/limits (the emulated descriptor limit), /dev/urandom, /dev/random and
-# /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's), and POSIX
-# shared-memory objects, /dev/shm/NAME (the world's: shm.py)
+# /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's), POSIX
+# shared-memory objects, /dev/shm/NAME (the world's: shm.py), and the files that
+# describe the machine (CPUs, memory, host name: the model's, calls/machine.py)
 PASS_OPEN = {NR["open"]: (0, 1), NR["openat"]: (1, 2), NR["openat2"]: (1, -3)}
 PASS_FLAGS = 0o1000 | 0o100    # O_TRUNC, O_CREAT
-PASS_NEEDLES = (b"limits", b"random", b"/dev/shm/")
+PASS_NEEDLES = (b"limits", b"random", b"/dev/shm/", b"/sys/devices/system/cpu/", b"cpuinfo",
+                b"meminfo", b"hostname")
 REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 FD_ARG0 = (
     "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",

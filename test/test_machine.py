@@ -1,0 +1,67 @@
+"""The machine a node sees is the model's (docs/model-file.md, "`machine`";
+docs/target-contract.md, "The machine"): CPUs, memory and host name the same on every
+host and in every worker, however the process that launched the node is pinned.
+Real programs under the real filter."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PROGS, ROOT, counts, run_cmc
+
+
+def state(out: str) -> dict:
+    line = next(line for line in out.splitlines() if line.startswith("/\\ node = "))
+    return json.loads(line.split("|-> ", 1)[1].rstrip("]"))
+
+
+def machine_model(tmp_path, lines: str, variant: str = ""):
+    path = tmp_path / "m.model"
+    path.write_text(f'node db1 = "{PROGS}/machine{variant}"\n{lines}'
+                    "invariant show: node[0].host == null\n")
+    return path
+
+
+@pytest.mark.parametrize("variant", ["", "-static"])
+def test_the_default_machine(tmp_path, variant):
+    """2 CPUs, 4 GiB, the node's name as host name, on CPU 0."""
+    r = run_cmc("--model-file", machine_model(tmp_path, "", variant), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert state(r.stdout) == {"affinity": 2, "nprocs": 2, "nprocs_conf": 2, "online": "0-1",
+                               "cpuinfo": 2, "mem_mib": 4096, "meminfo_kib": 4 << 20,
+                               "host": "db1", "cpu": 0}
+
+
+def test_a_model_line_changes_it_and_pinning_does_not(tmp_path):
+    """`machine cpus 3` and `machine memory 6GiB`; cmc itself pinned to one CPU (as a
+    search worker is) changes nothing the node sees."""
+    path = machine_model(tmp_path, "machine cpus 3\nmachine memory 6GiB\n")
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset is not installed")
+    r = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "cmc", "--model-file",
+                        str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert state(r.stdout) == {"affinity": 3, "nprocs": 3, "nprocs_conf": 3, "online": "0-2",
+                               "cpuinfo": 3, "mem_mib": 6144, "meminfo_kib": 6 << 20,
+                               "host": "db1", "cpu": 0}
+
+
+GOKV = ROOT / "demo" / "build" / "gokv"
+
+
+@pytest.mark.skipif(not GOKV.exists(), reason="Go is not installed (demo/gokv not built)")
+def test_a_go_service_counts_the_same_in_pinned_workers():
+    """Go sizes its scheduler by the affinity mask: with two search workers, each pinned
+    to a CPU, gokv gave `nondeterminism ... at the initial world` before the machine was
+    the model's; now it gives one worker's counts."""
+    models = ROOT / "models"
+    one = run_cmc("--model-file", models / "gokv.model", "--workers", "1", cwd=models)
+    two = run_cmc("--model-file", models / "gokv.model", "--workers", "2", cwd=models)
+    assert one.returncode == 0 and two.returncode == 0, two.stdout + two.stderr
+    assert counts(one.stdout) == counts(two.stdout) == (430, 254, 13)
