@@ -24,6 +24,7 @@ twopc   models/twopc.model   commit_is_final
 raft    models/raft.model    election_safety
 tlog    models/tlog.model    no_lost_commit
 gokv    models/gokv.model    no_lost_commit
+gogossip models/gogossip.model versions_never_decrease
 prefork models/prefork.model unique_ids
 bgsave  models/bgsave.model  no_lost_write
 durlog-wrap models/durlog-wrap.model no_lost_commit durlog

@@ -1,0 +1,3 @@
+module cmc.example/gogossip
+
+go 1.19
