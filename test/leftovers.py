@@ -30,18 +30,23 @@ STATUS = {"exit": 0, "error": 3, "Ctrl-C": 130, "SIGTERM": 130, "SIGKILL": -9,
           "SIGKILL of a worker": 3}
 
 
-def _model(tmp: pathlib.Path, long: bool = False, wrap: bool = False) -> pathlib.Path:
+def _model(tmp: pathlib.Path, long: bool = False, wrap: bool | str = False) -> pathlib.Path:
     """models/durlog.model with the durlog binary copied into tmp (and no witness:
     the runs here end early); `long`: with a crash budget of 3, a search that runs
     for minutes, long enough to be caught in the middle on a loaded machine; `wrap`:
     each node started through demo/durlog-wrap.sh (copied too), a shell that forks
-    durlog and waits for it: every node a process tree."""
+    durlog and waits for it: every node a process tree; `wrap="daemon"`: each node
+    started through test/progs/daemonize (copied too), durlog a daemon in a session
+    of its own."""
     binary = tmp / "bin" / "durlog"
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "demo" / "build" / "durlog", binary)
     text = (ROOT / "models" / "durlog.model").read_text()
     text = text.replace('param bin = "../demo/build/durlog"', f'param bin = "{binary}"')
-    if wrap:
+    if wrap == "daemon":
+        shutil.copy(ROOT / "test" / "progs" / "build" / "daemonize", tmp / "bin" / "daemonize")
+        text = text.replace('= "{bin} ', f'= "{tmp / "bin" / "daemonize"} {{bin}} ')
+    elif wrap:
         shutil.copy(ROOT / "demo" / "durlog-wrap.sh", tmp / "bin" / "durlog-wrap.sh")
         text = text.replace('= "{bin} ', f'= "{tmp / "bin" / "durlog-wrap.sh"} {{bin}} ')
     text = text.replace('build "make -C ../demo"', "")
@@ -49,7 +54,8 @@ def _model(tmp: pathlib.Path, long: bool = False, wrap: bool = False) -> pathlib
     text = re.sub(r"^quiescent .*$", "", text, flags=re.M)     # only the killing is tested
     if long:
         text = text.replace("budget crash 1", "budget crash 3")
-    path = tmp / (("wrap-" if wrap else "") + ("durlog-long.model" if long else "durlog.model"))
+    prefix = {False: "", True: "wrap-", "daemon": "daemon-"}[wrap]
+    path = tmp / (prefix + ("durlog-long.model" if long else "durlog.model"))
     path.write_text(text)
     return path
 
@@ -114,7 +120,7 @@ def owned_by(pid: int) -> list[str]:
     return found
 
 
-def run_and_end(tmp: pathlib.Path, mode: str, death: str, wrap: bool = False) -> dict:
+def run_and_end(tmp: pathlib.Path, mode: str, death: str, wrap: bool | str = False) -> dict:
     (tmp / "scratch").mkdir(exist_ok=True)
     model = _model(tmp)
     args = ["--model-file", _model(tmp, long=death not in ("exit", "error"), wrap=wrap),

@@ -105,7 +105,7 @@ def test_fast_runs_the_probes_as_replay_does(probe, tmp_path):
     assert rc == 0, out[-2000:]
 
 
-@pytest.mark.parametrize("case,mode", [("die", "abort"), ("json", "3"), ("fork", "setsid"),
+@pytest.mark.parametrize("case,mode", [("die", "abort"), ("json", "3"), ("fork", "ptrace"),
                                        ("unsupported", "ioctl")])
 def test_fast_reports_a_misbehaving_program_as_replay_does(case, mode, tmp_path):
     rc, out, fast = both_ways(TEST_MODELS / f"misbehave_{case}.model", tmp_path,

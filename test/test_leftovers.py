@@ -48,6 +48,20 @@ def test_nothing_of_a_process_tree_is_left(tmp_path, mode, death):
     assert r["next status"] == 0
 
 
+# Daemons (docs/target-contract.md, "Process trees"): durlog in a session of its own
+# (setsid), in a group of its own (setpgid), its parents gone. Not in the node's first
+# group: the guard kills the groups the node's processes made.
+DAEMON = [("replay", "SIGKILL"), ("--workers 2", "SIGKILL"), ("replay", "exit")]
+
+
+@pytest.mark.parametrize("mode,death", DAEMON, ids=[f"{m}-{d}" for m, d in DAEMON])
+def test_nothing_of_a_daemon_is_left(tmp_path, mode, death):
+    r = run_and_end(tmp_path, mode, death, wrap="daemon")
+    assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]
+    assert r["processes"] == []
+    assert r["dirs"] == []
+
+
 def test_a_directory_that_is_not_cmcs_is_never_removed(tmp_path, monkeypatch):
     """Only directories marked as a cmc run's (OWNER) and unlocked are removed."""
     import tempfile

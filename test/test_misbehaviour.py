@@ -32,12 +32,6 @@ CASES = {
                                    re.escape("{\"broken\": ")], None),
     "json-fd193": ("json", "193", [], [STEP + r"wrote a line that is not JSON on fd 193",
                                        re.escape("{\"broken\": ")], None),
-    "setsid": ("fork", "setsid", [], [STEP + r"process 1 called setsid\(.*\), which would take "
-                                             r"the process out of its node's process group"],
-               None),
-    "setpgid": ("fork", "setpgid", [], [STEP + r"process 1 called setpgid\(0x0, 0x0, .*\), "
-                                               r"which would move a process out of its node's "
-                                               r"process group"], None),
     "unshare": ("fork", "unshare", [], [STEP + r"process 1 called unshare\(0x4000000, .*\), "
                                                r"which leaves its namespaces"], None),
     "ptrace": ("fork", "ptrace", [], [STEP + r"process 1 called ptrace\(0x0, .*\), which "

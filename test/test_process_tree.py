@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -66,6 +67,50 @@ def test_durlog_bug_through_a_forking_shell_gives_durlogs_counterexample(tmp_pat
     assert "Invariant no_lost_commit is violated" in wrapped.stdout
     assert error_part(wrapped.stdout) == error_part(plain.stdout)
     assert counts(wrapped.stdout) == counts(plain.stdout)
+
+
+# -- a daemon: setsid, setpgid, its parents gone ----------------------------------------
+DAEMONIZE = PROGS / "daemonize"
+
+
+def daemonized(tmp_path) -> str:
+    """models/durlog.model with each node started through test/progs/daemonize."""
+    text = (MODELS / "durlog.model").read_text()
+    text = text.replace('= "{bin} ', f'= "{DAEMONIZE} {{bin}} ')
+    path = MODELS / f".daemon-{os.getpid()}-{tmp_path.name}.model"
+    path.write_text(text)
+    return path
+
+
+def test_a_daemon_is_the_nodes_bug_and_all(tmp_path):
+    """durlog-bug run as a daemon (fork, the parent exits; setsid; fork, the parent
+    exits; setpgid; exec): the node is the daemon, and the counterexample and counts are
+    durlog-bug's own. A CRASH kills it in its own session: the relaunch binds the same
+    ports, and nothing of it is left after the run."""
+    bug = ("-D", f"bin={ROOT}/demo/build/durlog-bug")     # daemonize: relative to itself
+    path = daemonized(tmp_path)
+    try:
+        daemon = cmc(tmp_path, path, *bug)
+    finally:
+        path.unlink()
+    plain = cmc(tmp_path, MODELS / "durlog.model", *bug)
+    assert daemon.returncode == plain.returncode == 1, daemon.stdout[-3000:] + daemon.stderr
+    assert error_part(daemon.stdout) == error_part(plain.stdout)
+    assert counts(daemon.stdout) == counts(plain.stdout)
+    ps = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
+    assert "build/durlog-bug 0 " not in ps
+
+
+@pytest.mark.slow
+def test_a_daemon_has_the_programs_worlds(tmp_path):
+    """durlog as a daemon: durlog's 2145/985/14, on every run."""
+    path = daemonized(tmp_path)
+    try:
+        r = cmc(tmp_path, path, "-D", f"bin={ROOT}/demo/build/durlog")
+    finally:
+        path.unlink()
+    ok(r)
+    assert counts(r.stdout) == (2145, 985, 14)
 
 
 # -- a pre-fork server ---------------------------------------------------------------

@@ -313,7 +313,7 @@ class Cluster:
             for node in self.nodes:
                 timed = [t for t in node.tasks.blocked() if t.block.timeout_ns] if node.alive else []
                 for t in timed:          # one FIRE per blocked thread
-                    out.append(Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.index,
+                    out.append(Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.tag,
                                     **node.tasks.fire_names(t, len(timed) > 1)))
         if self.budgets.get("crash", 0) > 0:
             for node in self.nodes:

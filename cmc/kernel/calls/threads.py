@@ -87,21 +87,30 @@ def sys_fork(call):
 
 @handles("setsid")
 def sys_setsid(call):
-    return unsupported(call, call.nr, call.args, "would take the process out of its node's "
-                       "process group (refused: a CRASH kills the node's group)", first_is_fd=False)
+    """A session of its own (a daemon, a server's workers): the new group, numbered
+    by the caller's pid, is the node's (Tasks.new_group). A group leader cannot, as
+    on Linux."""
+    proc = call.proc
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            return Err(errno.EPERM)
+    except ProcessLookupError:
+        return Err(errno.ESRCH)
+    proc.node.tasks.new_group(proc.pid)
+    return CONTINUE
 
 
 @handles("setpgid")
 def sys_setpgid(call):
-    """Allowed only within the node's group (a shell's job control of its own
-    children there is harmless); a new group would outlive a CRASH."""
+    """Moving a process of the node into another group: a new group is the node's
+    (Tasks.new_group); the kernel checks the rest (a group in the same session, a
+    child that has not exec'd)."""
     proc, args = call.proc, call.args
     target = signed(args[0]) or proc.pid
-    if (signed(args[1]) or target) == proc.node.tasks.pgid:
-        return CONTINUE
-    return unsupported(call, call.nr, args, "would move a process out of its node's process "
-                       "group (refused: a CRASH kills the node's group)",
-                       first_is_fd=False)
+    group = signed(args[1]) or target
+    if group > 0 and group == target:
+        proc.node.tasks.new_group(group)
+    return CONTINUE
 
 
 @handles("ptrace", "unshare", "setns")
@@ -169,7 +178,7 @@ def sys_futex(call):
             # the clock is past the deadline (Rust's wait_timeout_while) ends.
             proc.node.pass_time(1)
             return Err(errno.ETIMEDOUT)
-        waiter = futexes.wait(uaddr, bitset, proc.node.tasks.thread_of(call.pid).index)
+        waiter = futexes.wait(uaddr, bitset, proc.node.tasks.thread_of(call.pid).tag)
 
         def woken():
             return Ret(0) if waiter.woken else None

@@ -40,6 +40,15 @@ def task_children(pid: int, tid: int) -> list[int]:
         return []
 
 
+def orphans() -> list[int]:
+    """The children of this process (cmc, the subreaper of the node processes it
+    starts) not reaped yet: its own, and the orphans it adopted."""
+    found: list[int] = []
+    for tid in task_ids(os.getpid()):
+        found += task_children(os.getpid(), tid)
+    return found
+
+
 def task_state(pid: int, tid: int) -> tuple[str, int | None]:
     """The kernel's view of thread tid: (state letter, the call it is in or None).
     State "X" when the kernel no longer lists it."""

@@ -160,8 +160,13 @@ class Scheduler(Tasks):
             for pid in new[:1]:
                 loose.append(self._add_process(pid, proc))
             parent = self.threads.get(tid)
-            if not new and (parent is None or parent.notif is not None
-                            or _past_fork(proc.pid, tid)):
+            past = not new and (parent is None or parent.notif is not None
+                                or _past_fork(proc.pid, tid))
+            if past:
+                orphan = self._orphan()     # the parent is ending: cmc adopted the child
+                if orphan is not None:
+                    loose.append(self._add_process(orphan, proc))
+            if self.forking is not None and past:
                 # it failed, or the child is gone already (it exited without a call
                 # cmc sees): counted as a process that came and went, as if seen, so
                 # that the world does not depend on how soon the child ended
@@ -276,9 +281,9 @@ class Scheduler(Tasks):
         self.run(outcome)
         return True
 
-    def fire(self, index: int = 0) -> None:
-        """The timeout of thread `index`'s blocked call expires."""
-        t = next(t for t in self.threads.values() if t.index == index)
+    def fire(self, tag: int = 0) -> None:
+        """The timeout of the blocked call of the thread with `tag` (Thread.tag) expires."""
+        t = next(t for t in self.threads.values() if t.tag == tag)
         if not self.node.cluster.virtual:     # else the cluster moved its clock
             self.node.elapsed_ns += t.block.timeout_ns
         self.run((t, t.block.on_fire()))
@@ -333,6 +338,11 @@ class Scheduler(Tasks):
         SIGCHLD are native), and cmc reaps it only when it came to cmc as an orphan.
         False when the node has no process left."""
         self.ends += 1
+        # a child forked and not seen yet is cmc's now: it keeps the listener open
+        orphan = self._orphan() if self.forking is not None and self.forking[0] is proc \
+            else None
+        if orphan is not None:
+            self.tap.pids.add(orphan)
         if proc.pid == self.pid:
             _, status = os.waitpid(self.pid, 0)
             self.pid = 0
@@ -356,11 +366,30 @@ class Scheduler(Tasks):
             self.node.cluster.process_exited(proc)
             self.reapable.append(proc.pid)
         self.reapable = [pid for pid in self.reapable if not _reaped(pid)]
+        if orphan is not None and self.forking is not None:
+            self._add_process(orphan, proc)    # after the parent's threads are forgotten
         if self.procs:
             return True
         self.detach()
         self.node.cluster.node_exited(self.node)
         return False
+
+    def _orphan(self) -> int | None:
+        """The process a parent forked just before it ended, before cmc saw the
+        child's first call (a daemon's first fork): cmc's child now (the subreaper's),
+        still in a group of the node, as it has made no call to leave it (setsid is
+        notified). None when there is none (it ended too)."""
+        groups = {self.pgid, *self.groups}
+        for pid in procfs.orphans():
+            if pid in self.procs or pid in self.reapable:
+                continue
+            try:
+                st = procfs.status(pid)
+                if os.getpgid(pid) in groups and not st.get("State", "Z").startswith("Z"):
+                    return pid
+            except OSError:
+                continue
+        return None
 
     def _interrupt(self) -> bool:
         """A caught signal is pending for a thread held in a blocked call (SIGCHLD

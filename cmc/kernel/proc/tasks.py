@@ -75,6 +75,12 @@ class Thread:
     native_at: int = 0          # ... seen when the node's processes had ended this often
     yielded: int = 0            # its call is sched_yield (the how-manyth): others first
 
+    @property
+    def tag(self) -> int:
+        """The thread in an action's key (a FIRE's) and a futex queue: its index in its
+        process, and the process's number above bit 16 (0 in a node of one process)."""
+        return (self.proc.number << 16 | self.index) if self.proc is not None else self.index
+
 
 _WAKES = itertools.count(1)     # only the order of two wakes is ever compared
 
@@ -84,7 +90,7 @@ class Waiter:
     """A thread in an emulated futex wait."""
     addr: int
     bitset: int
-    thread: int                 # index
+    thread: int                 # its tag (Thread.tag)
     woken: int = 0              # when woken: a number every wake makes larger (> 0)
 
 
@@ -247,7 +253,8 @@ class Tasks:
     def __init__(self, node):
         self.node = node
         self.pid = 0                   # the launched process (0: none, or it exited)
-        self.pgid = 0                  # the node's process group: all its processes
+        self.pgid = 0                  # the node's process group: its first processes
+        self.groups: set[int] = set()  # groups its processes made (setsid, setpgid)
         self.listener = -1
         self.tap = None                # the Tap (above) its processes' calls come on
         self.alive = False
@@ -351,6 +358,9 @@ class Tasks:
             self.forget(proc)
         if self.pgid:
             _native.guard_forget(self.pgid)
+        for group in sorted(self.groups):
+            _native.guard_forget(group)
+        self.groups = set()
         self.tap = None
         self.pid = self.pgid = 0
         self.listener = -1
@@ -379,12 +389,22 @@ class Tasks:
             self.send_kill()
             self.reap()
 
+    def new_group(self, pgid: int) -> None:
+        """A process of the node made process group pgid (a session of its own, a
+        group for a job): it is the node's too, killed by a CRASH, and by the guard
+        should cmc be gone."""
+        if pgid != self.pgid and pgid not in self.groups:
+            self.groups.add(pgid)
+            _native.guard_watch(pgid)
+
     def send_kill(self) -> None:
-        """SIGKILL the node's process group (every process of it), without waiting
-        for their end."""
-        if self.pgid:
+        """SIGKILL the node's process groups and every process of it cmc knows,
+        without waiting for their end."""
+        for group in [self.pgid, *sorted(self.groups)]:
+            if not group:
+                continue
             try:
-                os.killpg(self.pgid, signal.SIGKILL)
+                os.killpg(group, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         for pid in self.procs:
@@ -419,19 +439,22 @@ class Tasks:
         return self._add_process(tid, parent or self.main)
 
     def _add_thread(self, tid: int, proc: Process) -> Thread:
-        t = Thread(self._free_index(), tid, proc, ctid=self.clone_ctid)
+        t = Thread(self._free_index(proc), tid, proc, ctid=self.clone_ctid)
         self.next_thread += 1
         self.clone_ctid = 0
         self.clones = max(self.clones - 1, 0)
         self.threads[tid] = t
         return t
 
-    def _free_index(self) -> int:
-        """A new thread's index: the lowest no live thread has. Not the count of
-        threads ever made: that would be state the fingerprint leaves out (two
-        worlds alike but for a thread that came and went would number the next
-        thread apart, and act apart; --check-merges found it in demo/tlog)."""
-        used = {t.index for t in self.threads.values()}
+    def _free_index(self, proc: Process) -> int:
+        """A new thread's index in its process: the lowest no live thread of the
+        process has. Not the count of threads ever made: that would be state the
+        fingerprint leaves out (two worlds alike but for a thread that came and went
+        would number the next thread apart, and act apart; --check-merges found it in
+        demo/tlog). Per process, so that the first thread of a new process is 0
+        however soon another process's end is seen (a daemon's parent exits while
+        its child runs: docs/target-contract.md, "Process trees")."""
+        used = {t.index for t in self.threads.values() if t.proc is proc}
         return next(i for i in range(len(used) + 1) if i not in used)
 
     def _add_process(self, pid: int, parent: Process) -> Thread:
@@ -448,7 +471,7 @@ class Tasks:
             self._poller.register(proc.pidfd, select.POLLIN)
         except OSError:
             pass                         # gone already: seen so by task_state
-        t = Thread(self._free_index(), pid, proc)
+        t = Thread(self._free_index(proc), pid, proc)
         self.next_thread += 1
         self.threads[pid] = t
         return t

@@ -121,8 +121,8 @@ class DatagramAction:
 @dataclass(frozen=True)
 class Fire:
     """The timeout of a blocked call of node `node` (index; `name`) expires: the call
-    `call`, waiting `timeout_ns`, of its thread `thread_index` (creation order, 0 the
-    first). `thread` and `process` are how the label names that thread: only when
+    `call`, waiting `timeout_ns`, of its thread `thread_index` (Thread.tag: the
+    thread's index in its process, 0 the first, and the process's number above bit 16). `thread` and `process` are how the label names that thread: only when
     the node has more than one timed wait (and its process, when it has had more
     than one)."""
     node: int

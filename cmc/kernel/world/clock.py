@@ -19,7 +19,7 @@ def waits(cluster) -> list[tuple]:
     out = []
     for node in cluster.nodes:
         if node.alive:
-            out += [(t.block.since + t.block.timeout_ns, node.index, t.index, node, t)
+            out += [(t.block.since + t.block.timeout_ns, node.index, t.tag, node, t)
                     for t in node.tasks.blocked() if t.block.timeout_ns]
     return out
 
@@ -46,7 +46,7 @@ def next_fire(cluster) -> list[Fire | ClientStart]:
     if t is None:                                 # a client's start
         return [ClientStart(node.name, max(at, now))]
     several = sum(1 for w in due if w[3] is node) > 1
-    return [Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.index,
+    return [Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.tag,
                  at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
 
 
