@@ -178,7 +178,7 @@ def sys_fsync(call):
     found = node_file(call, fd)
     if found is None:
         return CONTINUE
-    proc.node.disk.synced(found[2])
+    proc.node.disk.synced(found[2], found[0])
     return Ret(0)
 
 
@@ -312,14 +312,40 @@ def sys_fallocate(call):
 
 @handles("mmap")
 def sys_mmap(call):
-    """Only shared writable mappings of a descriptor come here (filter.py)."""
+    """Only shared writable mappings of a descriptor come here (filter.py). Of a file
+    of the node's: what is stored through it is an unsynced write until fsync,
+    fdatasync or msync(MS_SYNC) (disk.py, Disk.mapped_shared); the mapping is native."""
     found = node_file(call, fd_arg(call.args[4]))
+    if found is not None:
+        call.node.disk.mapped_shared(found[2], found[0])
+    return CONTINUE
+
+
+MS_SYNC = 4
+
+
+@handles("msync")
+def sys_msync(call):
+    """msync(MS_SYNC) of a shared mapping of a node's file: the range it covers is
+    durable (disk.py, synced_range); MS_ASYNC makes nothing durable. Runs natively too."""
+    proc, (addr, length, flags) = call.proc, call.args[:3]
+    if not flags & MS_SYNC or not proc.node.disk.on:
+        return CONTINUE
+    found = procfs.mapping_at(call.pid, addr)
     if found is None:
         return CONTINUE
-    return unsupported(call, call.nr, call.args,
-                       f"maps {found[1]} shared and writable: its writes would reach the "
-                       f"file unseen, which disk {call.node.disk.mode} does not model "
-                       "(try disk off)", first_is_fd=False)
+    start, end, offset, path = found
+    cwd = proc.node.cwd
+    if not path.startswith(cwd + "/"):
+        return CONTINUE
+    try:
+        ident = file_id(path)
+    except OSError:
+        return CONTINUE
+    first = offset + (addr - start)
+    last = offset + (min(addr + length, end) - start)
+    proc.node.disk.synced_range(ident, path[len(cwd) + 1:], first, last)
+    return CONTINUE
 
 
 @handles("copy_file_range", "splice", "sendfile")

@@ -103,11 +103,12 @@ FD_ARG2 = ("epoll_ctl",)
 # a file durable, and what makes or removes a name, always; the writes through any descriptor from 3 up (a file of the
 # node's directory is told apart in Python: readlink of the descriptor); the calls
 # that truncate or extend a file, or copy into one, always; a shared writable mmap
-# of a descriptor (refused when the file is the node's).
+# of a descriptor and msync (what is stored through the mapping of a node's file is
+# unsynced until msync(MS_SYNC) or an fsync: disk.py).
 DISK_ALWAYS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "truncate",
                "creat", "ftruncate", "fallocate", "copy_file_range", "splice", "sendfile",
                "rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
-               "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat")
+               "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat", "msync")
 DISK_WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
 MAP_SHARED = 0x01
 PROT_WRITE = 0x02

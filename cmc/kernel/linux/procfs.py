@@ -117,6 +117,23 @@ def cwd_link(pid: int) -> bytes:
     return os.fsencode(_path(pid, "cwd"))
 
 
+def mapping_at(pid: int, addr: int) -> tuple[int, int, int, str] | None:
+    """(start, end, file offset, path) of pid's mapping that holds address addr, or
+    None (no mapping there, no file behind it, or pid gone)."""
+    try:
+        with open(_path(pid, "maps")) as f:
+            for line in f:
+                parts = line.split(None, 5)
+                start, end = (int(x, 16) for x in parts[0].split("-"))
+                if start <= addr < end:
+                    path = parts[5].strip() if len(parts) > 5 else ""
+                    return (start, end, int(parts[2], 16), path) if path.startswith("/") \
+                        else None
+    except OSError:
+        pass
+    return None
+
+
 def mapped_paths(pid: int) -> list[str]:
     """The paths of the files pid maps into memory (shared memory shows as
     "/SYSV..." or a /dev/shm path). Raises OSError when pid is gone."""

@@ -148,6 +148,10 @@ class Disk:
         if self.strict:
             self.dirs[self.root_ident] = self._listing(root)
         self.thrown: list[str] = []     # what the last CRASH threw away (for reports)
+        # files a process of the node maps shared and writable: what it stores there
+        # reaches the file unseen, so their durable images are saved (and saved again
+        # at each sync), and the digest reads them at every fingerprint
+        self.mapped: set[tuple] = set()
         # every change of the node's tree that cmc sees (a recorded write, a sync, a
         # name made or removed: calls/files.py) counts here; the digest is kept for it
         self.generation = 0
@@ -204,10 +208,20 @@ class Disk:
         data = w.data if self.partial or w.kind != "write" else None
         self.pending.append(replace(w, data=data, before=before))
 
-    def synced(self, ident: tuple) -> None:
-        """A file's current contents were made durable (fsync of it)."""
+    def mapped_shared(self, ident: tuple, path: str) -> None:
+        """A process maps the file at path shared and writable: from here on, what it
+        stores is an unsynced write until an fsync, fdatasync or msync(MS_SYNC)."""
+        self.generation += 1
+        self.mapped.add(ident)
+        if ident not in self.saved:
+            self._save(ident, path)
+
+    def synced(self, ident: tuple, path: str | None = None) -> None:
+        """A file's current contents were made durable (fsync of it, at path)."""
         self.saved.pop(ident, None)
         self.pending = [w for w in self.pending if w.ident != ident]
+        if ident in self.mapped and path is not None:
+            self._save(ident, path)           # later stores are unsynced again
         self.generation += 1
 
     def synced_range(self, ident: tuple, name: str, start: int, end: int | None) -> None:
@@ -215,7 +229,7 @@ class Disk:
         path = os.path.join(self.root, name)
         with Content.of_path(path) as now:
             if start == 0 and (end is None or end >= now.size):
-                self.synced(ident)
+                self.synced(ident, path)
                 return
             stop = now.size if end is None else min(end, now.size)
             with self._durable(ident, path) as c:
@@ -256,6 +270,10 @@ class Disk:
     def synced_all(self, root: str) -> None:
         """sync/syncfs: everything of the node is durable."""
         self._all_durable(root)
+        for rel, kind, full, st in _walk(root) if self.mapped else ():
+            ident = file_id(full) if kind == "file" else None
+            if ident in self.mapped and ident not in self.saved:
+                self._save(ident, full)
         self.generation += 1
 
     # -- a CRASH -----------------------------------------------------------------------
@@ -283,6 +301,7 @@ class Disk:
                         os.close(fd)
         self.thrown = thrown
         self._all_durable(root)
+        self.mapped = set()                 # the processes that mapped them are gone
         self.generation += 1
 
     def _rebuild(self, root: str, kept: list, lost: list) -> list[str]:
@@ -366,6 +385,7 @@ class Disk:
                 moved[file_id(full)] = file_id(os.path.join(new_root, rel))
         self.root_ident = moved[self.root_ident]
         self.saved = {moved.get(k, k): v for k, v in self.saved.items()}
+        self.mapped = {moved.get(k, k) for k in self.mapped}
         self.pending = [replace(w, ident=moved.get(w.ident, w.ident)) for w in self.pending]
         self.dirs = {moved.get(k, k): {name: _moved_entry(e, moved) for name, e in v.items()}
                      for k, v in self.dirs.items()}
@@ -375,7 +395,7 @@ class Disk:
         """The current and durable contents and the unsynced writes, as a digest of
         names and contents (no identities: those differ between runs); computed
         again only when the tree changed."""
-        if self._digest is not None and self._digest[0] == self.generation:
+        if self._digest is not None and self._digest[0] == self.generation and not self.mapped:
             return self._digest[1]
         h = xxhash.xxh3_128()
         durable: dict[tuple, bytes] = {}
