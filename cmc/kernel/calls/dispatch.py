@@ -2,8 +2,8 @@
 from the handlers' `handles` marks in the modules below, imported here explicitly."""
 from __future__ import annotations
 
-from . import (fds, files, limits, machine, opens, shm, sockopts, stream, threads, time, tsc,
-               waits, writes)
+from . import (fds, files, host, limits, machine, opens, shm, sockopts, stream, threads, time,
+               tsc, waits, writes)
 from .handler import Call, unsupported
 from ..linux.syscalls_x86_64 import NR
 
@@ -23,7 +23,7 @@ def _table(*modules) -> dict[int, object]:
 
 
 HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm,
-                  tsc, machine)
+                  tsc, machine, host)
 
 
 CLOCK_READS = frozenset((NR["clock_gettime"], NR["gettimeofday"], NR["time"]))

@@ -11,7 +11,8 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   (exit: the process's end is exit_group), what tells the machine (CPUs, memory,
   host name: the model's), and the calls a new thread and its
   creator make first (rt_sigprocmask, sigaltstack: a point where cmc holds each
-  until the threads before it block), and the rlimit calls (real fds stay below 500 under a real limit of 500,
+  until the threads before it block), the calls that would act on the host (refused,
+  or checked to name a process of the node: calls/host.py), and the rlimit calls (real fds stay below 500 under a real limit of 500,
   while the program is shown a limit above every virtual descriptor);
 - opening a file, so that /proc/self/limits shows that limit too, /dev/urandom
   gives the node's random stream and /dev/shm/NAME is the world's object; every open
@@ -33,6 +34,22 @@ import errno
 
 from .abi import DURABLE_FD, SIGSEGV, STATE_FD, TRAP_PAGE, TRAP_PAGE_SIZE, VFD_BASE
 from .syscalls_x86_64 import NR
+
+# what would act on the host, refused or checked to name a process of the node
+# (calls/host.py): notified always
+HOST_CALLS = (
+    "bpf", "perf_event_open", "userfaultfd", "mount", "umount2", "pivot_root", "chroot",
+    "fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "fspick", "mount_setattr",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "create_module", "reboot", "swapon", "swapoff", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "keyctl", "add_key",
+    "request_key", "acct", "quotactl", "quotactl_fd", "iopl", "ioperm", "syslog",
+    "lookup_dcookie", "vhangup", "fanotify_init", "open_by_handle_at", "name_to_handle_at",
+    "nfsservctl", "uselib", "get_kernel_syms", "query_module", "_sysctl", "ustat",
+    "process_madvise", "migrate_pages", "move_pages",
+    "kill", "pidfd_open", "process_vm_readv", "process_vm_writev", "rt_sigqueueinfo",
+    "sched_setscheduler", "sched_setparam", "sched_setattr", "setpriority", "ioprio_set",
+)
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_BIT = 0x40000000
@@ -71,7 +88,7 @@ ALWAYS = (
     "shmget", "semget", "msgget", "bind",
     # the machine a node sees is the model's (calls/machine.py)
     "sched_getaffinity", "sched_setaffinity", "getcpu", "sysinfo", "uname",
-)
+) + HOST_CALLS
 # open calls answered in C unless their flags (the second number: an argument, or
 # -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a
 # truncation, a new name)

@@ -1,0 +1,135 @@
+"""Nothing a node does acts on the host (docs/target-contract.md, "Calls that would act
+on the host"): the calls that reach past a node's own processes and files -- the kernel's
+state, the host's clock, mounts, modules, keyrings, other processes -- are refused with
+exit 3 naming node, call and arguments, never run natively; those that name a process
+run only when it is one of the node's."""
+from __future__ import annotations
+
+import errno
+import os
+
+from ..linux.syscalls_x86_64 import NAME, NR
+from .answer import CONTINUE, Err
+from .handler import handles, signed, unsupported
+
+# call -> what it would act on (the refusal says so)
+REFUSED = {
+    "bpf": "loads programs or maps into the host's kernel",
+    "perf_event_open": "watches the host's CPUs and processes",
+    "userfaultfd": "handles page faults outside cmc's sight",
+    "mount": "changes the host's mounts", "umount2": "changes the host's mounts",
+    "pivot_root": "changes the host's mounts", "chroot": "changes the root of the host's files",
+    "fsopen": "changes the host's mounts", "fsmount": "changes the host's mounts",
+    "fsconfig": "changes the host's mounts", "move_mount": "changes the host's mounts",
+    "open_tree": "changes the host's mounts", "fspick": "changes the host's mounts",
+    "mount_setattr": "changes the host's mounts",
+    "kexec_load": "loads a new kernel", "kexec_file_load": "loads a new kernel",
+    "init_module": "loads a kernel module", "finit_module": "loads a kernel module",
+    "delete_module": "removes a kernel module", "create_module": "loads a kernel module",
+    "reboot": "restarts the host", "swapon": "changes the host's swap",
+    "swapoff": "changes the host's swap",
+    "settimeofday": "sets the host's clock", "clock_settime": "sets the host's clock",
+    "clock_adjtime": "reads or steers the host's clock", "adjtimex": "reads or steers the host's clock",
+    "sethostname": "renames the host", "setdomainname": "renames the host",
+    "keyctl": "uses the host's kernel keyrings", "add_key": "uses the host's kernel keyrings",
+    "request_key": "uses the host's kernel keyrings",
+    "acct": "turns on the host's process accounting", "quotactl": "changes the host's quotas",
+    "quotactl_fd": "changes the host's quotas", "iopl": "reaches the host's I/O ports",
+    "ioperm": "reaches the host's I/O ports", "syslog": "reads the host's kernel log",
+    "lookup_dcookie": "reads the host's kernel state", "vhangup": "hangs up the host's terminal",
+    "fanotify_init": "watches the host's files", "open_by_handle_at": "opens a file by handle, "
+    "past the node's directory", "name_to_handle_at": "takes a file handle of the host's",
+    "nfsservctl": "controls the host's NFS server", "uselib": "loads a library the old way",
+    "get_kernel_syms": "reads the host's kernel state", "query_module": "reads the host's "
+    "kernel state", "_sysctl": "changes the host's kernel settings",
+    "ustat": "reads the host's file systems", "process_madvise": "acts on another process's memory",
+    "migrate_pages": "moves another process's memory", "move_pages": "moves another "
+    "process's memory",
+}
+# call -> the argument that names a process (a pid), checked to be the node's
+BY_PID = {"pidfd_open": 0, "process_vm_readv": 0, "process_vm_writev": 0,
+          "rt_sigqueueinfo": 0, "sched_setscheduler": 0, "sched_setparam": 0,
+          "sched_setattr": 0}
+PRIO_PROCESS, PRIO_PGRP, PRIO_USER = 0, 1, 2
+IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, IOPRIO_WHO_USER = 1, 2, 3
+
+
+def _groups(call) -> set[int]:
+    tasks = call.node.tasks
+    return {tasks.pgid, *tasks.groups}
+
+
+def _node_pid(call, pid: int) -> bool | None:
+    """Whether pid (> 0) is a process or thread of the node: cmc has seen it, or it is
+    in one of the node's process groups (a child not seen yet). None: no such pid."""
+    tasks = call.node.tasks
+    if pid in tasks.procs or pid in tasks.threads:
+        return True
+    try:
+        return os.getpgid(pid) in _groups(call)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        return False
+
+
+def _refuse(call, what: str):
+    return unsupported(call, call.nr, call.args, f"{what} (refused: nothing a node does "
+                       "acts on the host)", first_is_fd=False)
+
+
+@handles(*REFUSED)
+def sys_host(call):
+    return _refuse(call, REFUSED[NAME[call.nr]])
+
+
+def _check_pid(call, pid: int, what: str):
+    """CONTINUE when pid (0: the caller) is the node's, ESRCH when there is none, else
+    the refusal."""
+    if pid == 0:
+        return CONTINUE
+    mine = _node_pid(call, pid) if pid > 0 else None
+    if mine is None and pid > 0:
+        return Err(errno.ESRCH)
+    return CONTINUE if mine else _refuse(call, f"{what} process {pid}, which is not the node's")
+
+
+@handles(*BY_PID)
+def sys_by_pid(call):
+    return _check_pid(call, signed(call.args[0]), "acts on")
+
+
+@handles("kill")
+def sys_kill(call):
+    """kill(pid, sig): a process of the node, its own group (0), or a group of the
+    node's (-pgid); never every process the caller may signal (-1) or one outside."""
+    pid = signed(call.args[0])
+    if pid == -1:
+        return _refuse(call, "signals every process it may (pid -1)")
+    if pid < -1:
+        if -pid in _groups(call):
+            return CONTINUE
+        try:
+            os.killpg(-pid, 0)
+        except ProcessLookupError:
+            return Err(errno.ESRCH)
+        except OSError:
+            pass
+        return _refuse(call, f"signals process group {-pid}, which is not the node's")
+    return _check_pid(call, pid, "signals")
+
+
+@handles("setpriority", "ioprio_set")
+def sys_priority(call):
+    """A priority of the node's own processes or groups only; never a user's (every
+    process of that user on the host)."""
+    which, who = signed(call.args[0]), signed(call.args[1])
+    user = PRIO_USER if call.nr == NR["setpriority"] else IOPRIO_WHO_USER
+    group = PRIO_PGRP if call.nr == NR["setpriority"] else IOPRIO_WHO_PGRP
+    if which == user:
+        return _refuse(call, "changes the priority of every process of a user")
+    if which == group:
+        return CONTINUE if who == 0 or who in _groups(call) else \
+            _refuse(call, f"changes the priority of process group {who}, which is not the node's")
+    return _check_pid(call, who, "changes the priority of")
+
