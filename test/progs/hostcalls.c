@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -90,11 +92,6 @@ int main(int argc, char **argv)
                      r < 0 ? errno : 0);
     if (write(3, line, (size_t)n) != n)
         perror("hostcalls: write fd 3");
-    struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(9100) };
-    inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&in, sizeof in) < 0 || listen(fd, 1) < 0)
-        return 1;
-    accept(fd, NULL, NULL);
+    accept(listen_on("hostcalls", "9100"), NULL, NULL);   /* blocks: an emulated call */
     return 0;
 }

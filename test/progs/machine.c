@@ -24,6 +24,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 static void read_file(const char *path, char *buf, size_t len)
 {
     buf[0] = 0;
@@ -73,13 +75,6 @@ int main(void)
     if (write(3, line, (size_t)n) != n)
         perror("machine: write fd 3");
 
-    struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(9100) };
-    inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&in, sizeof in) < 0 || listen(fd, 1) < 0) {
-        perror("machine: listen");
-        return 1;
-    }
-    accept(fd, NULL, NULL);
+    accept(listen_on("machine", "9100"), NULL, NULL);   /* blocks: an emulated call */
     return 0;
 }

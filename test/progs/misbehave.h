@@ -1,5 +1,6 @@
-/* misbehave.h: what the misbehave_*.c programs share: a TCP listener on
- * 127.0.0.1:PORT, set up the way any server does it (and failing loudly). */
+/* misbehave.h: what the misbehave_*.c programs (and a few other test programs that end
+ * blocked in accept) share: a TCP listener on 127.0.0.1:PORT, set up the way any server
+ * does it (and failing loudly). */
 #ifndef CMC_MISBEHAVE_H
 #define CMC_MISBEHAVE_H
 

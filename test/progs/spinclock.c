@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 static long long now_ns(void)
 {
     struct timespec ts;
@@ -46,13 +48,6 @@ int main(int argc, char **argv)
     if (write(3, line, (size_t)n) != n)
         perror("spinclock: write fd 3");
 
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9100) };
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1) < 0) {
-        perror("spinclock: listen");
-        return 1;
-    }
-    accept(fd, NULL, NULL);
+    accept(listen_on("spinclock", "9100"), NULL, NULL);   /* blocks: an emulated call */
     return 0;
 }

@@ -27,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "misbehave.h"
+
 static inline uint64_t rdtsc(void)
 {
     uint32_t lo, hi;
@@ -92,13 +94,6 @@ int main(int argc, char **argv)
     if (write(3, line, (size_t)n) != n)
         perror("tsc: write fd 3");
 
-    struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(9100) };
-    inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&in, sizeof in) < 0 || listen(fd, 1) < 0) {
-        perror("tsc: listen");
-        return 1;
-    }
-    accept(fd, NULL, NULL);
+    accept(listen_on("tsc", "9100"), NULL, NULL);   /* blocks: an emulated call */
     return 0;
 }
