@@ -1,0 +1,167 @@
+"""PostgreSQL 15 as shipped (Debian `postgresql`), unmodified, under cmc (issue 32,
+acceptance 3): test/models/postgres*.model, test/pg/.
+
+The data directory is made at build time (the models' `build` line runs
+test/pg/initdb.sh into a folder of this module's own, -D pgdata=...); each node copies
+it into its working directory at its first launch and runs the server as the user
+postgres (test/pg/postgres-node.sh). The ghost client speaks the wire protocol in
+`\\xNN` escapes (test/models/postgres.model says how its binary answers make lines).
+
+What holds today:
+- the server launches, answers the startup message (AuthenticationOk and the
+  ParameterStatus messages) and `SELECT 1` (RowDescription, DataRow "1",
+  CommandComplete "SELECT 1"): postgres.model, 4 states;
+- a CRASH kills it and the relaunch recovers ("automatic recovery in progress",
+  "redo done", "ready to accept connections"): postgres-crash.model, 2 states;
+- nothing of it outlives the run: no PostgreSQL.* object in /dev/shm (its dynamic
+  shared memory is cmc's, in the node's folder), no SysV segment of the postgres user
+  (each launch has its own IPC namespace), no process.
+
+What does not, and why (the xfail tests): the answer to the startup message carries
+BackendKeyData, the process id of the backend the postmaster forked. cmc gives nodes
+the host's process ids, so that answer differs from launch to launch, and the first
+world cmc must reach again by replaying its actions after the answer (a world with two
+successors, as with a CRASH budget; --no-fast; --det; the trace of any violation) is
+reported as `nondeterminism: replaying the same actions gave a different world at step
+2 (DELIVER c -> pg "\\x00\\x00\\x00%...")`. postgres-pid.model shows the same with a
+few lines of Python that answer with their pid.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import pwd
+import shutil
+
+import pytest
+
+from conftest import TEST_MODELS, counts, run_cmc
+
+POSTGRES = pathlib.Path("/usr/lib/postgresql/15/bin/postgres")
+INITDB = POSTGRES.parent / "initdb"
+
+
+def _postgres_user() -> bool:
+    try:
+        pwd.getpwnam("postgres")
+        return True
+    except KeyError:
+        return False
+
+
+pytestmark = [
+    pytest.mark.skipif(not (POSTGRES.exists() and INITDB.exists()),
+                       reason="PostgreSQL 15 is not installed (Debian: postgresql)"),
+    # PostgreSQL always makes a SysV segment; cmc gives each launch an IPC namespace only
+    # as root (without it shmget is refused: docs/target-contract.md, "Shared memory")
+    pytest.mark.skipif(os.geteuid() != 0, reason="PostgreSQL's SysV segment needs root here"),
+    pytest.mark.skipif(shutil.which("setpriv") is None or not _postgres_user(),
+                       reason="as root the server runs as the user postgres, with setpriv"),
+]
+
+MAX_MEMORY = "3G"
+
+
+@pytest.fixture(scope="module")
+def pgdata(tmp_path_factory):
+    """Where the models' build line makes the data directory (once for the module)."""
+    return tmp_path_factory.mktemp("postgres") / "data"
+
+
+def check(model: str, pgdata, tmp_path, *args):
+    return run_cmc("--model-file", TEST_MODELS / model, "-D", f"pgdata={pgdata}",
+                   "--max-memory", MAX_MEMORY, *args, cwd=tmp_path, timeout=900)
+
+
+def leftovers() -> list[str]:
+    """What a run could leave of PostgreSQL on this machine: a POSIX shared-memory
+    object (PostgreSQL.NNN), a SysV segment of the postgres user, a process of the
+    postgres user whose working directory (in a scratch directory) is gone."""
+    left = [f"/dev/shm/{n}" for n in os.listdir("/dev/shm") if n.startswith("PostgreSQL.")]
+    uid = pwd.getpwnam("postgres").pw_uid
+    with open("/proc/sysvipc/shm") as f:
+        header = next(f).split()
+        for line in f:
+            row = dict(zip(header, line.split()))
+            if int(row["uid"]) == uid or int(row["cuid"]) == uid:
+                left.append(f"SysV segment {row['shmid']} of postgres")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.endswith(" (deleted)") or not os.path.exists(cwd):
+            left.append(f"process {pid}: {cmd} in {cwd}")
+    return left
+
+
+def test_startup_and_select_1(pgdata, tmp_path):
+    r = check("postgres.model", pgdata, tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "Model checking completed. No error has been found." in r.stdout
+    # launch; the CONNECT; the startup message (its answer is a line, and the query goes
+    # out); the query, answered: witnesses `started` and `selected`, and the quiescent
+    # `both_answered` in the last world
+    assert counts(r.stdout) == (4, 4, 4)
+    assert leftovers() == []
+
+
+def test_relaunched_after_crash(pgdata, tmp_path):
+    r = check("postgres-crash.model", pgdata, tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (2, 2, 2)           # launch, CRASH (and the relaunch)
+    assert leftovers() == []
+    # what the relaunched server did: the replay of that one step shows its stderr
+    trace = tmp_path / "crash.trace.json"
+    trace.write_text(json.dumps({
+        "cmc_trace": 1, "model": str(TEST_MODELS / "postgres-crash.model"),
+        "params": {"pgdata": str(pgdata)},
+        "budgets": {"crash": 1, "drop": 0, "dup": 0, "fire": 0}, "network": "fifo",
+        "live_steps": 100, "channel_cap": 64, "mode": "bfs",
+        "property": {"kind": "witness", "name": "relaunched"},
+        "suffix_from": None, "loop_to": None, "why": None, "walk_seed": None,
+        "actions": [{"key": ["CRASH", 0], "label": "CRASH pg"}]}))
+    r = run_cmc("--replay", trace, "--max-memory", MAX_MEMORY, cwd=tmp_path, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    before, crash, after = r.stdout.partition("State 2: <CRASH pg>")
+    assert crash, r.stdout[-3000:]
+    assert "database system is ready to accept connections" in before
+    for line in ("database system was not properly shut down; automatic recovery in progress",
+                 "redo done at", "database system is ready to accept connections"):
+        assert line in after, r.stdout[-5000:]
+    assert "/\\ crashes = [pg |-> 1]" in after and "/\\ alive = [pg |-> TRUE]" in after
+    assert leftovers() == []
+
+
+NONDETERMINISM = ("Error: nondeterminism: replaying the same actions gave a different world "
+                  "at step 2")
+
+
+def test_startup_and_select_1_with_a_crash(pgdata, tmp_path):
+    """Acceptance 3 as a whole: the client of postgres.model and `budget crash 1`.
+    Expected to fail today, with the nondeterminism error only (BackendKeyData)."""
+    r = check("postgres-crash-client.model", pgdata, tmp_path)
+    assert leftovers() == []
+    if r.returncode == 3 and NONDETERMINISM in r.stdout and \
+            '(DELIVER c -> pg "\\x00\\x00\\x00%\\x00\\x03' in r.stdout:
+        pytest.xfail("BackendKeyData carries the backend's host process id: " +
+                     r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "Model checking completed. No error has been found." in r.stdout
+
+
+def test_a_reply_with_the_pid_replays(tmp_path):
+    """What stops the test above, in a few lines of Python: a reply with the node's
+    pid. Expected to fail today, with the nondeterminism error only."""
+    r = run_cmc("--model-file", TEST_MODELS / "postgres-pid.model", "--no-fast",
+                "--max-memory", MAX_MEMORY, cwd=tmp_path, timeout=900)
+    if r.returncode == 3 and f'{NONDETERMINISM} (DELIVER c -> n "HELLO\\n")' in r.stdout:
+        pytest.xfail("a node sees the host's process ids: "
+                     + r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (3, 3, 3)
