@@ -34,6 +34,7 @@ reclog  models/reclog.model  only_written_values
 pbkv    models/pbkv.model    kv_is_linearizable
 register models/register.model register_is_linearizable
 leaseread models/leaseread.model no_stale_read
+goraft  models/goraft.model  acked_on_majority
 "
 
 if ! make -s -C demo >/dev/null; then

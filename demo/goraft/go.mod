@@ -1,0 +1,3 @@
+module cmc.example/goraft
+
+go 1.19
