@@ -49,6 +49,9 @@ CASES = {
     "mkdir+parent": {"strict": [[("d/", ""), ("d/f", "inner")]]},
     "unlink": {"strict": [[("f", "kept")]], "fsync": [[]]},
     "mmap-private": {"fsync": [[("f", "mapped")]]},
+    "mmap": {"fsync": [[("f", "mapped")]], "strict": [[("f", "mapped")]],
+             "off": [[("f", "stored")]]},
+    "mmap+msync": {"fsync": [[("f", "stored")]], "fsync partial": [[("f", "stored")]]},
     "outside": {"fsync": [[("f", "")]], "off": [[("f", "mine")]]},
     "copy": {"fsync": [[("f", ""), ("g", "")]], "off": [[("f", "source"), ("g", "source")]],
              "fsync partial": [[("f", ""), ("g", "")], [("f", "source"), ("g", "")],
@@ -117,8 +120,7 @@ def test_partial_crash_labels_and_what_was_lost(tmp_path):
             "    n lost at the crash: write f @0 +1\n") in out
 
 
-@pytest.mark.parametrize("mode,call,name", [("mmap", "mmap", "f"),
-                                            ("splice", "splice", "g")])
+@pytest.mark.parametrize("mode,call,name", [("splice", "splice", "g")])
 def test_what_is_not_modelled_is_refused(tmp_path, mode, call, name):
     path = tmp_path / "refused.model"
     path.write_text(f'node n = "{PROGS}/disk_ops {mode}"\nbudget crash 1\n')

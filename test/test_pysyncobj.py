@@ -26,7 +26,7 @@ import pytest
 
 from conftest import TEST_MODELS, counts, run_cmc
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pysyncobj") is None,
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pysyncobj.syncobj") is None,
                                 reason="pysyncobj is not installed (pip install pysyncobj)")
 
 MAX_MEMORY = "3G"

@@ -177,13 +177,17 @@ static void ops(const char *mode)
         sync_fd(fd);
         sync_dir(".");
         if (unlink("f") < 0) die("unlink");
-    } else if (!strcmp(mode, "mmap")) {
+    } else if (!strcmp(mode, "mmap") || !strcmp(mode, "mmap+msync")) {
+        /* stores through a shared mapping: unsynced until msync(MS_SYNC) */
         fd = open("f", O_RDWR | O_CREAT, 0644);
-        if (fd < 0 || ftruncate(fd, 4096) < 0) die("f");
-        char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (fd < 0) die("f");
+        put(fd, "mapped");
+        sync_fd(fd);
+        sync_dir(".");
+        char *p = mmap(NULL, 6, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) die("mmap");
-        p[0] = 'x';
-        exit(0);
+        memcpy(p, "stored", 6);
+        if (mode[4] == '+' && msync(p, 6, MS_SYNC) < 0) die("msync");
     } else if (!strcmp(mode, "mmap-private")) { /* copy-on-write: nothing reaches f */
         fd = make("f", 0);
         put(fd, "mapped");
