@@ -108,6 +108,7 @@ class _Tracked:
         self.path = path                # the keys applied since launch (to rebuild it)
         self.shift = shift
         self.ticks: list[str] = []      # the FIREs folded into the last step (labels)
+        self.not_copied = ""            # why the last fork() gave None
 
     def actions(self) -> list[Action]:
         return [engine_action(a) for a in self._c.actions()]
@@ -199,7 +200,8 @@ class _Tracked:
         try:
             twin = _Tracked(self._c.fork(self._owner.new_root(), self._saved), self._owner,
                             is_copy=True, path=self.path, shift=self.shift)
-        except NotForkable:
+        except NotForkable as e:
+            self.not_copied = str(e)
             return None
         except ForkFailed as e:
             self.close()

@@ -711,102 +711,303 @@ static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, lo
     return 0;
 }
 
-int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int *child_out)
+/* inject6, for a call the filter notifies (clone, sigaltstack): its notification is
+ * let through (CONTINUE) -- every other process on the listener is frozen in a call
+ * already received -- and a fork or clone on the way gives the new task's id in
+ * *born. */
+static int inject_notified(int tid, int listener, const struct user_regs_struct *base,
+                           uint64_t ip, long nr, const uint64_t a[6], long *result, int *born)
 {
+    struct user_regs_struct r = *base;
+    r.rip = ip; r.rax = nr; r.orig_rax = (uint64_t)-1;
+    r.rdi = a[0]; r.rsi = a[1]; r.rdx = a[2]; r.r10 = a[3]; r.r8 = a[4]; r.r9 = a[5];
+    int st, e;
+    if (ptrace(PTRACE_SETREGS, tid, 0, &r)) return -errno;
+    if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
+    struct pollfd pf = { listener, POLLIN, 0 };
+    if (poll(&pf, 1, 2000) != 1) return -ETIMEDOUT;
+    struct cmc_notif n;
+    if ((e = cmc_recv(listener, &n))) return e;
+    if ((int)n.pid != tid || n.nr != nr) {
+        cmc_respond(listener, n.id, 0, EAGAIN, 0);
+        return -EBUSY;
+    }
+    if ((e = cmc_respond(listener, n.id, 0, 0, 1))) return e;
+    for (;;) {
+        if ((e = wait_traced(tid, &st, 2000))) return e;
+        if (WIFSTOPPED(st) && ((st >> 16) == PTRACE_EVENT_FORK || (st >> 16) == PTRACE_EVENT_CLONE)) {
+            unsigned long msg = 0;
+            ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
+            if (born) *born = (int)msg;
+            if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
+            continue;
+        }
+        if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;   /* stepped */
+        return -EPROTO;
+    }
+    if (ptrace(PTRACE_GETREGS, tid, 0, &r)) return -errno;
+    if (r.rip != ip + 2) return -EPROTO;
+    *result = (long)r.rax;
+    return 0;
+}
+
+/* A call of tid whose argument `arg` points at len bytes: they are put at the
+ * thread's stack pointer (what is there kept and put back: every thread is stopped),
+ * and read back after the call into buf. */
+static int inject_with(int tid, int listener, const struct user_regs_struct *base, uint64_t ip,
+                       long nr, uint64_t a[6], int arg, void *buf, size_t len, int notified,
+                       long *result)
+{
+    unsigned char kept[256];
+    if (len > sizeof kept) return -E2BIG;
+    uint64_t at = base->rsp & ~(uint64_t)7;
+    if (cmc_read_mem(tid, at, kept, len) != (int64_t)len) return -EFAULT;
+    if (cmc_write_mem(tid, at, buf, len) != (int64_t)len) return -EFAULT;
+    a[arg] = at;
+    /* not "on the signal stack" for sigaltstack, whatever the thread's own rsp */
+    struct user_regs_struct r = *base;
+    r.rsp = 0;
+    int e = notified ? inject_notified(tid, listener, &r, ip, nr, a, result, NULL)
+                     : inject6(tid, &r, ip, nr, a, result);
+    if (!e && cmc_read_mem(tid, at, buf, len) != (int64_t)len) e = -EFAULT;
+    if (cmc_write_mem(tid, at, kept, len) != (int64_t)len && !e) e = -EFAULT;
+    return e;
+}
+
+#ifndef PTRACE_GET_RSEQ_CONFIGURATION
+#define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
+#endif
+struct rseq_config { uint64_t ptr; uint32_t size, sig, flags, pad; };
+
+struct stack_rec { uint64_t sp; int32_t flags, pad; uint64_t size; };   /* stack_t */
+
+/* What the kernel keeps per thread that a fork does not carry to a new thread. */
+struct thread_state {
+    struct user_regs_struct again;   /* about to make its held call again */
+    uint64_t mask;                   /* blocked signals */
+    uint64_t robust, robust_len;     /* set_robust_list */
+    struct rseq_config rseq;
+    struct stack_rec ss;
+};
+
+#define CLONE_A_THREAD (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD \
+                        | CLONE_SYSVSEM)
+
+/* Stop thread tid, held in notification held, at its system call: *ts gets its
+ * registers (as about to make the call again) and what the kernel keeps for it. */
+static int stop_thread(int tid, int listener, uint64_t held, struct thread_state *ts,
+                       int first)
+{
+    int st, e;
+    struct user_regs_struct saved;
+    /* The interrupt is queued first: the throw-away answer then returns into a
+     * ptrace stop, before the program can see it. */
+    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0)) return -errno;
+    e = cmc_respond(listener, held, 0, EINTR, 0);
+    if (e && e != -ENOENT) return e;
+    if ((e = wait_traced(tid, &st, 2000))) return e;
+    if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP) return -EPROTO;
+    if (ptrace(PTRACE_GETREGS, tid, 0, &saved)) return -errno;
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKTEXT, tid, saved.rip - 2, 0);
+    if (errno || (word & 0xffff) != 0x050f) return -ENOEXEC;
+    ts->again = saved;
+    ts->again.rip = saved.rip - 2;
+    ts->again.rax = saved.orig_rax;
+    ts->again.orig_rax = (uint64_t)-1;
+    if (ptrace(PTRACE_GETSIGMASK, tid, sizeof ts->mask, &ts->mask)) return -errno;
+    if (syscall(SYS_get_robust_list, tid, &ts->robust, &ts->robust_len)) return -errno;
+    if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, sizeof ts->rseq, &ts->rseq) < 0)
+        memset(&ts->rseq, 0, sizeof ts->rseq);       /* a kernel before 5.13: none */
+    ts->ss.flags = 2;                                 /* SS_DISABLE */
+    if (!first) {                  /* the forking thread's goes with the fork */
+        long res;
+        uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
+        if ((e = inject_with(tid, listener, &ts->again, ts->again.rip, __NR_sigaltstack, a, 1,
+                             &ts->ss, sizeof ts->ss, 1, &res)))
+            return e;
+        if (res) return (int)res;
+    }
+    return 0;
+}
+
+/* In the copy's new thread tid (a bare clone of its first thread): what the kernel
+ * kept for the original thread (st), then its registers. */
+static int dress_thread(int tid, int listener, const struct thread_state *ts, uint64_t ctid,
+                        int whole)
+{
+    long res;
+    int e;
+    const struct user_regs_struct *b = &ts->again;
+    uint64_t ip = b->rip;
+    if (whole && !(ts->ss.flags & 2)) {
+        uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
+        struct stack_rec ss = ts->ss;
+        ss.flags &= ~1;                               /* SS_ONSTACK is a reading only */
+        if ((e = inject_with(tid, listener, b, ip, __NR_sigaltstack, a, 0, &ss, sizeof ss, 1,
+                             &res)))
+            return e;
+        if (res) return (int)res;
+    }
+    if (ts->robust) {
+        if ((e = inject(tid, b, ip, __NR_set_robust_list, ts->robust, ts->robust_len, 0, &res)))
+            return e;
+        if (res) return (int)res;
+    }
+    if (ctid && (e = inject(tid, b, ip, __NR_set_tid_address, ctid, 0, 0, &res)))
+        return e;
+    if (whole && ts->rseq.ptr) {
+        uint64_t a[6] = { ts->rseq.ptr, ts->rseq.size, 0, ts->rseq.sig, 0, 0 };
+        if ((e = inject6(tid, b, ip, __NR_rseq, a, &res))) return e;
+        if (res) return (int)res;
+    }
+    if (whole && ptrace(PTRACE_SETSIGMASK, tid, sizeof ts->mask, &ts->mask)) return -errno;
+    if (ptrace(PTRACE_SETREGS, tid, 0, b)) return -errno;
+    return 0;
+}
+
+int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64_t *held,
+                     const uint64_t *ctids, const char *cwd, int *out)
+{
+    if (n < 1 || n > 4096) return -EINVAL;
     sigset_t chld, old;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     pthread_sigmask(SIG_BLOCK, &chld, &old);
-    struct user_regs_struct saved, r;
-    int st, e, child = 0;
+    struct thread_state *ts = calloc((size_t)n, sizeof *ts);
+    int *made = calloc((size_t)n, sizeof *made);     /* the copy's threads */
+    int seized = 0, stopped = 0, st, e = 0, child = 0;
     long res;
+    (void)pid;
+    if (!ts || !made) { e = -ENOMEM; goto out; }
     /* EXITKILL: should cmc die while it holds them, the node and its copy die too.
-     * The copy is traced from its birth (TRACEFORK passes the options on), so there
-     * is no moment before its own PR_SET_PDEATHSIG at which it could outlive cmc. */
-    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEFORK | PTRACE_O_EXITKILL)) {
-        e = -errno;
-        goto out;
-    }
-    /* The interrupt is queued first: the throw-away answer then returns into a
-     * ptrace stop, before the program can see it. */
-    if (ptrace(PTRACE_INTERRUPT, pid, 0, 0)) { e = -errno; goto out_detach; }
-    e = cmc_respond(listener, held_id, 0, EINTR, 0);
-    if (e && e != -ENOENT) goto out_detach;
-    if ((e = wait_traced(pid, &st, 2000))) goto out_detach;
-    if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP) { e = -EPROTO; goto out_detach; }
-    if (ptrace(PTRACE_GETREGS, pid, 0, &saved)) { e = -errno; goto out_detach; }
-    errno = 0;
-    long word = ptrace(PTRACE_PEEKTEXT, pid, saved.rip - 2, 0);
-    if (errno || (word & 0xffff) != 0x050f) { e = -ENOEXEC; goto out_detach; }
-    uint64_t ip = saved.rip - 2;
-    /* The state to resume in: about to make the held call again. */
-    struct user_regs_struct again = saved;
-    again.rip = ip; again.rax = saved.orig_rax; again.orig_rax = (uint64_t)-1;
-
-    r = saved;
-    r.rip = ip; r.rax = __NR_clone; r.orig_rax = (uint64_t)-1;
-    r.rdi = CLONE_PARENT | SIGCHLD; r.rsi = 0; r.rdx = 0; r.r10 = 0; r.r8 = 0;
-    if (ptrace(PTRACE_SETREGS, pid, 0, &r)) { e = -errno; goto out_restore; }
-    if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) { e = -errno; goto out_restore; }
-    /* The filter notifies clone: let this one run (every other process on this
-     * listener is frozen in an already received call). */
-    {
-        struct pollfd pf = { listener, POLLIN, 0 };
-        if (poll(&pf, 1, 2000) != 1) { e = -ETIMEDOUT; goto out_restore; }
-        struct cmc_notif n;
-        if ((e = cmc_recv(listener, &n))) goto out_restore;
-        if ((int)n.pid != pid || n.nr != __NR_clone) {
-            cmc_respond(listener, n.id, 0, EAGAIN, 0);
-            e = -EBUSY;
+     * The copy is traced from its birth (TRACEFORK and TRACECLONE pass the options
+     * on), so there is no moment before its own PR_SET_PDEATHSIG at which it could
+     * outlive cmc. */
+    for (; seized < n; seized++)
+        if (ptrace(PTRACE_SEIZE, tids[seized], 0,
+                   PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)) {
+            e = -errno;
+            goto out_detach;
+        }
+    for (; stopped < n; stopped++)
+        if ((e = stop_thread(tids[stopped], listener, held[stopped], &ts[stopped],
+                             stopped == 0)))
             goto out_restore;
-        }
-        if ((e = cmc_respond(listener, n.id, 0, 0, 1))) goto out_restore;
+    /* The fork, from the first thread: the copy's first thread is its copy. */
+    {
+        uint64_t a[6] = { CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 };
+        if ((e = inject_notified(tids[0], listener, &ts[0].again, ts[0].again.rip, __NR_clone,
+                                 a, &res, &child)))
+            goto out_restore;
+        if (res < 0 || !child) { e = res < 0 ? (int)res : -ECHILD; goto out_restore; }
     }
-    for (;;) {
-        if ((e = wait_traced(pid, &st, 2000))) goto out_restore;
-        if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_FORK) {
-            unsigned long msg;
-            ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
-            child = (int)msg;
-            if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) { e = -errno; goto out_restore; }
-            continue;
-        }
-        if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;  /* stepped */
-        e = -EPROTO;
-        goto out_restore;
-    }
-    if (ptrace(PTRACE_GETREGS, pid, 0, &r)) { e = -errno; goto out_restore; }
-    if ((long)r.rax < 0 || !child) { e = (long)r.rax < 0 ? (int)r.rax : -ECHILD; goto out_restore; }
-
+    made[0] = child;
     /* The copy: its own process group, killed with cmc, in its own directory.
      * (cmc may set the group of a child that has not exec'd.) */
     if (setpgid(child, child)) { e = -errno; goto out_child; }
     if ((e = wait_traced(child, &st, 2000))) goto out_child;
     if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_child; }
-    size_t len = strlen(cwd) + 1;
-    uint64_t path_at = (saved.rsp - 512 - len) & ~(uint64_t)15;   /* below the red zone */
-    if (cmc_write_mem(child, path_at, cwd, len) != (int64_t)len) { e = -EFAULT; goto out_child; }
-    if ((e = inject(child, &again, ip, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, &res)))
-        goto out_child;
-    if (res) { e = (int)res; goto out_child; }
-    if ((e = inject(child, &again, ip, __NR_chdir, path_at, 0, 0, &res))) goto out_child;
-    if (res) { e = (int)res; goto out_child; }
-    if (ptrace(PTRACE_SETREGS, child, 0, &again)) { e = -errno; goto out_child; }
-    ptrace(PTRACE_DETACH, child, 0, 0);
-    *child_out = child;
+    {
+        const struct user_regs_struct *b = &ts[0].again;
+        if ((e = inject(child, b, b->rip, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, &res)))
+            goto out_child;
+        if (res) { e = (int)res; goto out_child; }
+        char path[256];
+        size_t len = strlen(cwd) + 1;
+        if (len > sizeof path) { e = -ENAMETOOLONG; goto out_child; }
+        memcpy(path, cwd, len);
+        uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
+        if ((e = inject_with(child, listener, b, b->rip, __NR_chdir, a, 0, path, len, 0, &res)))
+            goto out_child;
+        if (res) { e = (int)res; goto out_child; }
+    }
+    /* Every other thread: a clone of the first, then made the original's. */
+    for (int i = 1; i < n; i++) {
+        uint64_t a[6] = { CLONE_A_THREAD, 0, 0, 0, 0, 0 };
+        int t = 0;
+        if ((e = inject_notified(child, listener, &ts[0].again, ts[0].again.rip, __NR_clone, a,
+                                 &res, &t)))
+            goto out_child;
+        if (res < 0 || !t) { e = res < 0 ? (int)res : -ECHILD; goto out_child; }
+        made[i] = t;
+        if ((e = wait_traced(t, &st, 2000))) goto out_child;
+        if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_child; }
+        if ((e = dress_thread(t, listener, &ts[i], ctids[i], 1))) goto out_child;
+    }
+    /* the first: a fork clears its robust list and its clear_child_tid */
+    if ((e = dress_thread(child, listener, &ts[0], ctids[0], 0))) goto out_child;
+    for (int i = 0; i < n; i++)
+        ptrace(PTRACE_DETACH, made[i], 0, 0);
+    memcpy(out, made, (size_t)n * sizeof *out);
     e = 0;
     goto out_restore;
 out_child:
     kill(child, SIGKILL);
-    ptrace(PTRACE_DETACH, child, 0, 0);
+    for (int i = 0; i < n; i++)
+        if (made[i]) ptrace(PTRACE_DETACH, made[i], 0, 0);
     while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR) {}
 out_restore:
-    ptrace(PTRACE_SETREGS, pid, 0, &again);
+    /* the originals, each about to make its held call again */
+    for (int i = 0; i < stopped; i++)
+        ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
 out_detach:
-    ptrace(PTRACE_DETACH, pid, 0, 0);
+    for (int i = 0; i < seized; i++)
+        ptrace(PTRACE_DETACH, tids[i], 0, 0);
 out:
+    free(ts);
+    free(made);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return e;
+}
+
+int cmc_tee(int in, int out, int64_t len)
+{
+    while (len > 0) {
+        ssize_t n = tee(in, out, (size_t)len, SPLICE_F_NONBLOCK);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? -errno : -EIO;
+        len -= n;
+    }
+    return 0;
+}
+
+int cmc_epoll_fill(int epfd, int n, const int *src, const int *num, const uint32_t *events,
+                   const uint64_t *data)
+{
+    if (n < 0 || n > 4096) return -EINVAL;
+    int top = epfd;
+    for (int i = 0; i < n; i++) {
+        if (src[i] > top) top = src[i];
+        if (num[i] > top) top = num[i];
+    }
+    pid_t c = fork();
+    if (c < 0) return -errno;
+    if (c == 0) {
+        /* out of the way of every number to be used, then each at its number */
+        int ep = fcntl(epfd, F_DUPFD, top + 1);
+        if (ep < 0) _exit(1);
+        for (int i = 0; i < n; i++) {
+            int moved = fcntl(src[i], F_DUPFD, top + 1);
+            if (moved < 0) _exit(1);
+            ((int *)src)[i] = moved;      /* the child's own copy of the array */
+        }
+        for (int i = 0; i < n; i++) {
+            struct epoll_event ev = { .events = events[i], .data.u64 = data[i] };
+            if (dup2(src[i], num[i]) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, num[i], &ev))
+                _exit(2);
+        }
+        _exit(0);
+    }
+    int st;
+    while (waitpid(c, &st, 0) < 0)
+        if (errno != EINTR) return -errno;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+int cmc_tgkill(int tgid, int tid, int sig)
+{
+    return syscall(SYS_tgkill, tgid, tid, sig) ? -errno : 0;
 }
 
 int cmc_subreaper(void)

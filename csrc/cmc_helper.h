@@ -97,13 +97,33 @@ int cmc_getfd(int pid, int fd);
  * Returns the count or -errno. */
 int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
 
-/* Fork node process pid, which is held in notification held_id, by injecting
- * clone(CLONE_PARENT) at its system call: both processes are left about to make
- * the held call again (each sends a new notification on the same listener). The
- * copy gets its own process group, PR_SET_PDEATHSIG(SIGKILL) and working
- * directory cwd; *child_out gets its pid. 0 or -errno; on failure after the
- * held call was answered, the original is still left about to make it again. */
-int cmc_fork_node(int pid, int listener, uint64_t held_id, const char *cwd, int *child_out);
+/* Fork node process pid, whose n threads tids[] are each held in a notification
+ * (held[]), by injecting clone(CLONE_PARENT) at the first one's system call, then
+ * in the copy one clone(CLONE_THREAD) per other thread, each given its original's
+ * registers, signal mask, alternate signal stack, robust list, rseq area and
+ * clear_child_tid (ctids[]: cmc's record of it, 0 for none). Every thread of both
+ * processes is left about to make its held call again (each sends a new
+ * notification on the same listener). The copy gets its own process group,
+ * PR_SET_PDEATHSIG(SIGKILL) and working directory cwd; out[] gets its threads'
+ * ids (out[0]: its pid), in the order of tids[]. 0 or -errno; on failure after
+ * the held calls were answered, the original threads are still left about to make
+ * them again. */
+int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64_t *held,
+                     const uint64_t *ctids, const char *cwd, int *out);
+
+/* Copy the len bytes buffered in pipe `in` into pipe `out` without taking them
+ * (tee(2)): 0 or -errno. */
+int cmc_tee(int in, int out, int64_t len);
+
+/* Register in epoll instance epfd, for each i < n, the file of cmc's descriptor
+ * src[i] under descriptor number num[i] (an entry is keyed by file and number: the
+ * number a program will name it by), with events[i] and data[i]. Done in a forked
+ * child of cmc, where those numbers can be given. 0 or -errno. */
+int cmc_epoll_fill(int epfd, int n, const int *src, const int *num, const uint32_t *events,
+                   const uint64_t *data);
+
+/* tgkill(2) from cmc: 0 or -errno. */
+int cmc_tgkill(int tgid, int tid, int sig);
 
 /* Make this process a child subreaper: orphans of the node processes it starts
  * (a node's process tree: docs/target-contract.md, "Process trees") become its

@@ -3,7 +3,8 @@ give exactly what replay gives: the same output (verdict, counts, depth, the sam
 shortest behavior, the same error), byte for byte apart from timestamps, and the
 same trace file. Every demo is run both ways (bug builds by default, correct builds
 in the slow suite), also with 2 workers, plus programs that keep files open
-(test/progs/journal.c), use epoll, or cannot be copied (a pipe: replayed instead),
+(test/progs/journal.c), a self-pipe, epoll, or cannot be copied (an AF_UNIX socket
+pair: replayed instead, and the JSON report's `replayed` says why),
 and programs that misbehave. `copies` in the JSON report shows that worlds were
 really copied.
 """
@@ -84,11 +85,23 @@ def test_fast_gives_each_copy_its_own_files(tmp_path):
     assert fast["copies"] > 100
 
 
-def test_fast_replays_a_world_it_cannot_copy(tmp_path):
-    """With a pipe open the node's worlds cannot be copied faithfully: all replayed."""
+def test_fast_gives_a_copy_its_own_pipe(tmp_path):
+    """journal --pipe keeps a byte in a self-pipe and takes the oldest out at each
+    write: a copy gets a pipe of its own holding what the original's holds (a shared
+    pipe, or an empty one, would diverge from replay). No world is replayed."""
     rc, out, fast = both_ways(TEST_MODELS / "journal.model", tmp_path, "-D", "flags=--pipe")
     assert rc == 0, out[-2000:]
+    assert fast["copies"] > 100 and fast["replayed"] == {}
+
+
+def test_fast_replays_a_world_it_cannot_copy(tmp_path):
+    """With an AF_UNIX socket pair open the node's worlds cannot be copied faithfully:
+    all replayed, and the JSON report says why, how often."""
+    rc, out, fast = both_ways(TEST_MODELS / "journal.model", tmp_path, "-D", "flags=--unix")
+    assert rc == 0, out[-2000:]
     assert fast["copies"] == 0
+    assert list(fast["replayed"]) == ["node j has socket:[...] open"]
+    assert sum(fast["replayed"].values()) > 100
 
 
 def test_fast_on_an_epoll_server(tmp_path):

@@ -56,6 +56,8 @@ class System(Protocol):
     # may share what a step has not yet run with the world it was copied from; `apply`
     # raises CopyFailed when a step could not take its share (the engine replays it).
     def fork(self) -> "System | None": ...
+    # Why the last fork() gave None (for the count of worlds replayed, by reason).
+    not_copied: str
     # The world as named parts (name, {field: value}), what a trace shows first,
     # then all the fingerprint covers: how the engine says what differs between two
     # worlds without knowing their shape. The view is opaque to the engine: it
@@ -120,6 +122,9 @@ class Stats:
     walk_lengths: list[int] = field(default_factory=list)   # simulation: states per walk
     unexplored: int = 0         # worlds at the depth bound whose successors were not generated
     copies: int = 0             # --fast: successors taken on a copy of a world (not a replay)
+    # --fast: successors taken on a replay because their world could not be copied (or
+    # a copy failed), by why (System.not_copied, or what failed)
+    replayed: dict[str, int] = field(default_factory=dict)
     workers: dict | None = None  # --workers/--ray: the workers' accounts (parallel.py)
 
 

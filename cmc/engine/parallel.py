@@ -420,8 +420,9 @@ class FastHandler:
                     system.close()
                 if det:
                     recheck(model, keys, fps, key, label, fp2, view2)
-                out.append(("ok", label, fp2, view2, actions2, counted.copies, kept))
-                counted.copies = 0
+                out.append(("ok", label, fp2, view2, actions2, counted.copies, kept,
+                            counted.replayed))
+                counted.copies, counted.replayed = 0, {}
         except Exception as e:      # noqa: BLE001
             out.append(_carried(e))
         return out
@@ -548,8 +549,10 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
         result = handle.get()
         if result[0] != "ok":
             return result
-        _, label, fp2, view2, actions2, copies, kept = result
+        _, label, fp2, view2, actions2, copies, kept, replayed = result
         self.stats.copies += copies
+        for why, n in replayed.items():
+            self.stats.replayed[why] = self.stats.replayed.get(why, 0) + n
         if kept:
             worker = handle.job.worker
             if fp2 not in self.parent and fp2 not in self.holder:

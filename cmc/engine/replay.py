@@ -194,6 +194,13 @@ def violated_at_end(model: Model, prop, keys: list[tuple], steps: list[Step], ac
     return not any(prop.check(step.view, None) for step in steps)     # witness
 
 
+def _count(stats, why: str | None) -> None:
+    """A successor taken on a replay for reason `why` (None: by design, not for want
+    of a copy)."""
+    if stats is not None and why is not None:
+        stats.replayed[why] = stats.replayed.get(why, 0) + 1
+
+
 def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, stats=None):
     """--fast: take each of `action_keys` from the world reached by `keys`, on copies
     of `held` (a system at that world, or None); the last action takes `held` itself.
@@ -201,6 +208,7 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
     that fails on a copy is taken again on a replay, so that what comes out (also an
     error) is what replay gives. Yields (key, system after the step, step(system,
     key)); the caller closes the system or keeps it."""
+    why = None                      # why this world is replayed, not copied
     try:
         for i, key in enumerate(action_keys):
             system, copied = None, False
@@ -211,10 +219,13 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
                     try:
                         system = held.fork()
                         copied = system is not None
-                    except CopyFailed:
-                        held = None
+                        if not copied:
+                            why = getattr(held, "not_copied", "") or "cannot be copied"
+                    except CopyFailed as e:
+                        held, why = None, str(e)
             if system is None:
                 system = replay(model, keys, fps)[0]
+                _count(stats, why)
             try:
                 result = step(system, key)
             except Exception as e:
@@ -222,6 +233,7 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
                 if not (getattr(system, "is_copy", False) or isinstance(e, CopyFailed)):
                     raise
                 system, copied = replay(model, keys, fps)[0], False
+                _count(stats, str(e))
                 result = step(system, key)
             if stats is not None and copied:
                 stats.copies += 1

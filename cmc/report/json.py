@@ -60,6 +60,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
                       "left_on_queue": st.queue}
     data["depth"] = st.depth
     data["copies"] = st.copies
+    data["replayed"] = dict(sorted(st.replayed.items()))
     data["workers"] = st.workers
     data["bounded"] = outcome.bounded
     if outcome.verdict == "ok":

@@ -2,7 +2,7 @@
  * journal: a one-node server whose state lives in files, for the --fast tests
  * (a copied world must get its own files and its own file offsets).
  *
- *   journal PORT [--pipe | --abs]
+ *   journal PORT [--pipe | --unix | --abs]
  *
  * At start it opens, and keeps open: "journal" (O_APPEND, for writing), the same
  * file again for reading (its offset advances as it reads what was appended), and
@@ -17,8 +17,11 @@
  *
  * A line "Q" makes it exit with status 0.
  *
- * --pipe: also keep a self-pipe open (a world that cannot be copied: the pipe would
- * be shared with the copy, so cmc replays it instead).
+ * --pipe: also keep a self-pipe that holds one byte: each "W x" puts x in and takes
+ * the oldest byte out, which the state shows as "piped" (a copy must get a pipe of
+ * its own, holding what the original's holds).
+ * --unix: also keep an AF_UNIX socket pair open (a world that cannot be copied: the
+ * pair would be shared with the copy, so cmc replays it instead).
  * --abs: write "last" by the absolute path of the working directory taken at start
  * (a copy made by --fast would write into the original's directory: cmc must say so).
  */
@@ -43,6 +46,8 @@ static size_t nseen;
 static char last[256] = "";
 static char dir[4096] = ".";     /* with --abs: getcwd() at start */
 static long homecount;      /* writes counted in $HOME/count (HOME is the directory) */
+static int sp[2] = { -1, -1 };  /* --pipe */
+static char piped = '-';    /* the byte last taken out of it */
 
 static void emit(void)
 {
@@ -50,8 +55,9 @@ static void emit(void)
     char line[8192];
     if (fstat(wfd, &st) < 0) { perror("journal: fstat"); exit(1); }
     int n = snprintf(line, sizeof line,
-                     "{\"read\":\"%.*s\",\"size\":%ld,\"last\":\"%s\",\"count\":%ld}\n",
-                     (int)nseen, seen, (long)st.st_size, last, homecount);
+                     "{\"read\":\"%.*s\",\"size\":%ld,\"last\":\"%s\",\"count\":%ld,"
+                     "\"piped\":\"%c\"}\n",
+                     (int)nseen, seen, (long)st.st_size, last, homecount, piped);
     if (write(3, line, (size_t)n) != n) { perror("journal: fd 3"); exit(1); }
 }
 
@@ -95,10 +101,16 @@ static void take(const char *x)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) { fprintf(stderr, "usage: journal PORT [--pipe | --abs]\n"); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: journal PORT [--pipe | --unix | --abs]\n"); return 2; }
     int port = atoi(argv[1]);
-    int sp[2] = { -1, -1 };
-    if (argc > 2 && strcmp(argv[2], "--pipe") == 0 && pipe(sp) < 0) { perror("pipe"); return 1; }
+    int pair[2];
+    if (argc > 2 && strcmp(argv[2], "--pipe") == 0) {
+        if (pipe2(sp, O_NONBLOCK) < 0 || write(sp[1], "-", 1) != 1) { perror("pipe"); return 1; }
+    }
+    if (argc > 2 && strcmp(argv[2], "--unix") == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, pair) < 0) {
+        perror("socketpair");
+        return 1;
+    }
     if (argc > 2 && strcmp(argv[2], "--abs") == 0 && !getcwd(dir, sizeof dir)) { perror("cwd"); return 1; }
     wfd = open("journal", O_WRONLY | O_CREAT | O_APPEND, 0644);
     rfd = open("journal", O_RDONLY);
@@ -150,6 +162,10 @@ int main(int argc, char **argv)
                 if (strcmp(buf[i], "Q") == 0)
                     exit(0);            /* ends by itself: alive false, peers see FIN */
                 if (buf[i][0] == 'W' && buf[i][1] == ' ') {
+                    if (sp[0] >= 0) {       /* x in, the oldest byte out */
+                        if (write(sp[1], buf[i] + 2, 1) != 1 || read(sp[0], &piped, 1) != 1)
+                            piped = '?';
+                    }
                     take(buf[i] + 2);
                     emit();
                     char ok[300];

@@ -8,8 +8,9 @@ from __future__ import annotations
 import errno
 import os
 
+from ..linux import _native
 from ..linux.syscalls_x86_64 import NAME, NR
-from .answer import CONTINUE, Err
+from .answer import CONTINUE, Err, Ret
 from .handler import handles, signed, unsupported
 
 # call -> what it would act on (the refusal says so)
@@ -133,3 +134,24 @@ def sys_priority(call):
             _refuse(call, f"changes the priority of process group {who}, which is not the node's")
     return _check_pid(call, who, "changes the priority of")
 
+
+
+@handles("tkill", "tgkill")
+def sys_tkill(call):
+    """A thread signalled by the id its program knows it by. In a copy of a world a
+    thread has a new id from the kernel (proc/fork.py), while the program keeps the
+    original's (Go's runtime caches it to preempt a thread, glibc to pthread_kill it):
+    cmc signals the copy's thread in its stead. Any other id goes to the kernel as is."""
+    args = call.args
+    tgid, tid, sig = ((signed(args[0]), signed(args[1]), args[2]) if call.nr == NR["tgkill"]
+                      else (None, signed(args[0]), args[1]))
+    t = call.node.tasks.known_thread(tid)
+    if t is None or t.tid == tid:
+        return CONTINUE
+    if tgid is not None and tgid not in call.node.tasks.known_pids(t.proc):
+        return CONTINUE
+    try:
+        _native.tgkill(t.proc.pid, t.tid, sig & 0xFFFFFFFF)
+    except OSError as e:
+        return Err(e.errno)
+    return Ret(0)

@@ -158,13 +158,39 @@ def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
     return [(events[i], data[i]) for i in range(got)]
 
 
-def fork_node(pid: int, listener: int, held_id: int, cwd: str) -> int:
-    """Fork a node process held in notification held_id (see cmc_fork_node); the
-    copy works in cwd. Returns the copy's pid. Both processes then make the held
-    call again, as new notifications on the same listener."""
-    out = ffi.new("int *")
-    _check(lib.cmc_fork_node(pid, listener, held_id, os.fsencode(cwd), out))
-    return out[0]
+def fork_node(pid: int, listener: int, threads: list[tuple[int, int, int]], cwd: str) -> list[int]:
+    """Fork node process pid, each of whose threads (tid, held notification id,
+    clear_child_tid address) is held (see cmc_fork_threads); the copy works in cwd.
+    Returns the copy's thread ids in the order of `threads` (the first: its pid).
+    Every thread of both then makes its held call again, as a new notification on
+    the same listener."""
+    n = len(threads)
+    tids = ffi.new("int[]", [t for t, _, _ in threads])
+    held = ffi.new("uint64_t[]", [h for _, h, _ in threads])
+    ctids = ffi.new("uint64_t[]", [c for _, _, c in threads])
+    out = ffi.new("int[]", n)
+    _check(lib.cmc_fork_threads(pid, listener, n, tids, held, ctids, os.fsencode(cwd), out))
+    return list(out)
+
+
+def tee(src: int, dst: int, length: int) -> None:
+    """Copy the `length` bytes buffered in pipe src into pipe dst, leaving src's."""
+    _check(lib.cmc_tee(src, dst, length))
+
+
+def epoll_fill(epfd: int, entries: list[tuple[int, int, int, int]]) -> None:
+    """Register in epoll instance epfd each (cmc's descriptor of a file, the number
+    to key it by, events mask, 64-bit data): see cmc_epoll_fill."""
+    n = len(entries)
+    _check(lib.cmc_epoll_fill(epfd, n, ffi.new("int[]", [e[0] for e in entries]),
+                              ffi.new("int[]", [e[1] for e in entries]),
+                              ffi.new("uint32_t[]", [e[2] & 0xFFFFFFFF for e in entries]),
+                              ffi.new("uint64_t[]", [e[3] for e in entries])))
+
+
+def tgkill(tgid: int, tid: int, sig: int) -> None:
+    """Send signal sig to thread tid of process tgid (OSError on failure)."""
+    _check(lib.cmc_tgkill(tgid, tid, sig))
 
 
 def place_fd(listener: int, nid: int, srcfd: int, newfd: int, cloexec: bool) -> None:

@@ -47,7 +47,7 @@ HOST_CALLS = (
     "lookup_dcookie", "vhangup", "fanotify_init", "open_by_handle_at", "name_to_handle_at",
     "nfsservctl", "uselib", "get_kernel_syms", "query_module", "_sysctl", "ustat",
     "process_madvise", "migrate_pages", "move_pages",
-    "kill", "pidfd_open", "process_vm_readv", "process_vm_writev", "rt_sigqueueinfo",
+    "kill", "tkill", "tgkill", "pidfd_open", "process_vm_readv", "process_vm_writev", "rt_sigqueueinfo",
     "sched_setscheduler", "sched_setparam", "sched_setattr", "setpriority", "ioprio_set",
 )
 

@@ -105,6 +105,18 @@ def fdinfo(pid: int, fd: int) -> dict[str, str]:
     return out
 
 
+def epoll_targets(pid: int, fd: int) -> list[tuple[int, int, int]]:
+    """(target fd, events mask, data) of each descriptor the epoll instance on fd of
+    pid watches, from its fdinfo. Raises OSError when it is not open."""
+    out = []
+    with open(_path(pid, "fdinfo", fd)) as f:
+        for line in f:
+            if line.startswith("tfd:"):
+                w = line.split()
+                out.append((int(w[1]), int(w[3], 16), int(w[5], 16)))
+    return out
+
+
 def directory(pid: int, fd: int | None = None) -> bytes:
     """The directory a relative path of pid is resolved from: its working directory,
     or the one open on descriptor fd (an *at call). Raises OSError."""

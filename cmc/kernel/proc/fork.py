@@ -32,12 +32,15 @@ than give an answer replay would not.
 """
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import pickle
 import select
 import shutil
 import stat
+import struct
+import termios
 import types
 
 from ...errors import EngineError
@@ -46,6 +49,7 @@ from ..linux import _native, procfs
 from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
+from ..linux.syscalls_x86_64 import NAME
 from .tasks import Tap
 
 # How long a process made to re-issue its held call may take to do so: a notification
@@ -144,47 +148,94 @@ def load_record(saved: tuple[bytes, dict[int, object]]):
 
 
 # -- what a process holds ---------------------------------------------------------------
+EPOLLET = 1 << 31
+
+
 def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
-    flags, pos, cloexec) or ("epoll", fd, cloexec), for a node `forkable` let be lent.
-    Raises NotForkable."""
+    flags, pos, cloexec), ("pipe", [(fd, read end?, flags, cloexec), ...]) for a pipe
+    both of whose ends are the process's, ("eventfd", fd, semaphore?, flags,
+    cloexec), ("epoll", fd, cloexec, [(target fd, events, data), ...]), for a node
+    `forkable` let be lent. Raises NotForkable."""
     pid, cwd = node.tasks.pid, node.cwd
     try:
         for path in procfs.mapped_paths(pid):
             if path.startswith((cwd + "/", cwd + ".shm/", "/SYSV")):
                 raise NotForkable(f"node {node.name} maps {path} into memory")
-        plan = []
-        for fd in procfs.fds(pid):
+        plan, pipes, epolls = [], {}, []
+        fds = procfs.fds(pid)
+        for fd in fds:
             target = procfs.fd_target(pid, fd)
             if target.startswith("/"):
                 info = procfs.fdinfo(pid, fd)
                 flags = int(info["flags"], 8)
                 if target.startswith(cwd + ".shm/"):
-                    raise NotForkable(f"node {node.name} has the shared-memory object "
-                                      f"{os.path.basename(target)} open on fd {fd}")
+                    raise NotForkable(f"node {node.name} has a shared-memory object open")
                 inside = target == cwd or target.startswith(cwd + "/")
                 if not inside and flags & os.O_ACCMODE == os.O_WRONLY and flags & os.O_APPEND:
                     continue                # stdout, stderr, logs: the copy appends too
                 if target.endswith(" (deleted)"):
-                    raise NotForkable(f"node {node.name} has a deleted file open on fd {fd}")
+                    raise NotForkable(f"node {node.name} has a deleted file open")
                 mode = os.stat(procfs.fd_link(pid, fd)).st_mode
                 if stat.S_ISCHR(mode):
                     continue                        # /dev/null and the like: no state
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    raise NotForkable(f"node {node.name} has {target} open on fd {fd}")
+                    raise NotForkable(f"node {node.name} has {_kind(target)} open")
                 plan.append(("file", fd, target, flags & _KEEP_FLAGS, int(info["pos"]),
                              bool(flags & os.O_CLOEXEC)))
-            elif target == "anon_inode:[eventpoll]":
+            elif target.startswith("pipe:"):
+                flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
+                pipes.setdefault(target, []).append(
+                    (fd, flags & os.O_ACCMODE == os.O_RDONLY, flags & os.O_NONBLOCK,
+                     bool(flags & os.O_CLOEXEC)))
+            elif target == "anon_inode:[eventfd]":
                 info = procfs.fdinfo(pid, fd)
-                if "tfd" in info:
-                    raise NotForkable(f"node {node.name} watches real descriptors with the "
-                                      f"epoll instance on fd {fd}")
-                plan.append(("epoll", fd, bool(int(info["flags"], 8) & os.O_CLOEXEC)))
+                flags = int(info["flags"], 8)
+                plan.append(("eventfd", fd, info.get("eventfd-semaphore") == "1",
+                             flags & os.O_NONBLOCK, bool(flags & os.O_CLOEXEC)))
+            elif target == "anon_inode:[eventpoll]":
+                flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
+                epolls.append(("epoll", fd, bool(flags & os.O_CLOEXEC),
+                               procfs.epoll_targets(pid, fd)))
             else:
-                raise NotForkable(f"node {node.name} has {target} open on fd {fd}")
+                raise NotForkable(f"node {node.name} has {_kind(target)} open")
+        for ends in pipes.values():
+            if not any(read for _, read, _, _ in ends) or all(read for _, read, _, _ in ends):
+                raise NotForkable(f"node {node.name} has a pipe whose other end is not its own")
+            plan.append(("pipe", ends))
+        movable = {fd for _, ends in (p for p in plan if p[0] == "pipe") for fd, *_ in ends} \
+            | {p[1] for p in plan if p[0] == "eventfd"}
+        for item in epolls:
+            for tfd, events, _ in item[3]:
+                if tfd not in movable:
+                    what = _kind(procfs.fd_target(pid, tfd)) if tfd in fds else \
+                        "a descriptor it closed"
+                    raise NotForkable(f"node {node.name} watches {what} with an epoll instance")
+                if events & EPOLLET and _ready(pid, tfd, events):
+                    raise NotForkable(f"node {node.name} has an edge-triggered epoll entry "
+                                      "that is ready")
+        plan.extend(epolls)          # last: they watch what the others make
     except (OSError, KeyError, ValueError, IndexError) as e:
-        raise NotForkable(f"cannot read the descriptors of node {node.name}: {e}") from None
-    return sorted(plan, key=lambda p: p[1])
+        raise NotForkable(f"cannot read the descriptors of node {node.name}: "
+                          f"{e.__class__.__name__}") from None
+    return plan
+
+
+def _kind(target: str) -> str:
+    """What a descriptor is, without the numbers that differ from run to run."""
+    return target.split(":[")[0] + (":[...]" if ":[" in target else "")
+
+
+def _ready(pid: int, fd: int, events: int) -> bool:
+    """Whether the file on fd of pid is ready for what events asks (without waiting)."""
+    mine = _native.getfd(pid, fd)
+    try:
+        p = select.poll()
+        p.register(mine, events & (select.POLLIN | select.POLLOUT | select.POLLPRI
+                                   | select.POLLRDHUP))
+        return bool(p.poll(0))
+    finally:
+        os.close(mine)
 
 
 def home_address(node) -> int | None:
@@ -208,28 +259,75 @@ def _move_home(node, address: int | None) -> None:
         node.tasks.main.write(address, os.fsencode(node.cwd))
 
 
-def _replace_fds(node, plan, old_cwd: str) -> None:
-    """Give the copy its own open file descriptions, held call pending."""
-    nid = node.tasks.pending[0].id
-    for item in plan:
-        if item[0] == "epoll":
-            _, fd, cloexec = item
-            ep = select.epoll()
-            try:
-                _native.place_fd(node.tasks.listener, nid, ep.fileno(), fd, cloexec)
-            finally:
-                ep.close()
-            continue
-        _, fd, path, flags, pos, cloexec = item
-        if path == old_cwd or path.startswith(old_cwd + "/"):
-            path = node.cwd + path[len(old_cwd):]
-        src = os.open(path, flags | os.O_CLOEXEC)
-        try:
-            if pos and not flags & os.O_PATH:
-                os.lseek(src, pos, os.SEEK_SET)
-            _native.place_fd(node.tasks.listener, nid, src, fd, cloexec)
-        finally:
-            os.close(src)
+def _replace_fds(node, plan, old_cwd: str, original: int) -> None:
+    """Give the copy its own open file descriptions, held call pending: files opened
+    again, pipes and eventfds made anew with what they hold (read from the original,
+    process `original`), epoll instances made anew watching those."""
+    nid = next(iter(node.tasks.threads.values())).notif.id   # any thread's: one fd table
+    listener = node.tasks.listener
+    made: dict[int, int] = {}        # the copy's fd -> cmc's descriptor of its new file
+    own: list[int] = []              # cmc's other descriptors of them
+    try:
+        for item in plan:
+            kind = item[0]
+            if kind == "file":
+                _, fd, path, flags, pos, cloexec = item
+                if path == old_cwd or path.startswith(old_cwd + "/"):
+                    path = node.cwd + path[len(old_cwd):]
+                src = os.open(path, flags | os.O_CLOEXEC)
+                try:
+                    if pos and not flags & os.O_PATH:
+                        os.lseek(src, pos, os.SEEK_SET)
+                    _native.place_fd(listener, nid, src, fd, cloexec)
+                finally:
+                    os.close(src)
+            elif kind == "pipe":
+                _, ends = item
+                r, w = os.pipe2(os.O_CLOEXEC)
+                own += (r, w)
+                _fill_pipe(original, ends, r, w)
+                for fd, read, nonblock, cloexec in ends:
+                    end = os.open(f"/proc/self/fd/{r if read else w}",
+                                  (os.O_RDONLY if read else os.O_WRONLY) | nonblock
+                                  | os.O_CLOEXEC)
+                    made[fd] = end
+                    _native.place_fd(listener, nid, end, fd, cloexec)
+            elif kind == "eventfd":
+                _, fd, semaphore, nonblock, cloexec = item
+                count = _eventfd_count(original, fd)
+                efd = os.eventfd(count, os.EFD_CLOEXEC | nonblock
+                                 | (os.EFD_SEMAPHORE if semaphore else 0))
+                made[fd] = efd
+                _native.place_fd(listener, nid, efd, fd, cloexec)
+            else:                    # epoll, after what it watches
+                _, fd, cloexec, targets = item
+                ep = select.epoll()
+                try:
+                    _native.epoll_fill(ep.fileno(), [(made[tfd], tfd, events, data)
+                                                     for tfd, events, data in targets])
+                    _native.place_fd(listener, nid, ep.fileno(), fd, cloexec)
+                finally:
+                    ep.close()
+    finally:
+        for mine in [*made.values(), *own]:
+            os.close(mine)
+
+
+def _fill_pipe(original: int, ends, r: int, w: int) -> None:
+    """The new pipe (r, w) holds what the original's holds, as large a buffer."""
+    fd = next(fd for fd, read, *_ in ends if read)
+    src = _native.getfd(original, fd)
+    try:
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, fcntl.fcntl(src, fcntl.F_GETPIPE_SZ))
+        queued = struct.unpack("i", fcntl.ioctl(src, termios.FIONREAD, b"\0" * 4))[0]
+        if queued:
+            _native.tee(src, w, queued)
+    finally:
+        os.close(src)
+
+
+def _eventfd_count(original: int, fd: int) -> int:
+    return int(procfs.fdinfo(original, fd)["eventfd-count"], 16)
 
 
 # -- directories ----------------------------------------------------------------------
@@ -293,8 +391,9 @@ class Lease:
     def __init__(self, node):
         self.pid = node.tasks.pid if node.tasks.alive else 0
         self.tap = node.tasks.tap if node.tasks.alive else None
-        held = node.tasks.pending
-        self.notif = held[0] if held is not None else None   # one thread held
+        # tid -> its held notification, every thread's (forkable: all are held)
+        self.held = {t.tid: t.notif for t in node.tasks.threads.values()} \
+            if node.tasks.alive else {}
         self.cwd = node.cwd
         self.root = node.root
         self.users = 1
@@ -319,7 +418,7 @@ class Lease:
             node.lease = None
             node.root = self.root
             if node.tasks.alive:
-                node.take_over(self.notif)
+                node.take_over(self.held)
             return
         world = node.cluster.roots.make()
         cwd = os.path.join(world, "nodes", os.path.basename(self.cwd))
@@ -347,24 +446,28 @@ class Lease:
         if not fork:
             node.let_go()
             return
-        held = self.notif
+        held = self.held
+        threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
         with interrupts_held():               # no process started and not recorded
             try:
-                child = _native.fork_node(self.pid, self.tap.fd, held.id, cwd)
+                tids = _native.fork_node(self.pid, self.tap.fd, threads, cwd)
             except OSError as e:
-                self.spoilt = (f"fork of node {node.name} (pid {self.pid}) failed: "
-                                f"{e.strerror}")
+                self.spoilt = (f"fork of node {node.name} (pid {self.pid}, "
+                               f"{len(threads)} thread(s)) failed: {e.strerror}")
                 node.let_go()
                 raise ForkFailed(self.spoilt) from None
-            node.adopt(child, self.tap)
+            copies = dict(zip(held, tids))
+            node.adopt(tids[0], self.tap, copies)
         try:
-            self.notif = _again(self.tap, self.pid, held, node.name)   # the original's
-            node.tasks.rebind(_again(self.tap, child, held, node.name))
+            for tid, notif in held.items():                       # the original's
+                held[tid] = _again(self.tap, tid, notif, node.name)
+            node.tasks.rebind({copies[tid]: _again(self.tap, copies[tid], notif, node.name)
+                               for tid, notif in held.items()})
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
         plan, home = self.plan
-        _replace_fds(node, plan, self.cwd)
+        _replace_fds(node, plan, self.cwd, self.pid)
         _move_home(node, home)
 
     def give_back(self, node) -> bool:
@@ -394,10 +497,18 @@ def forkable(node) -> None:
     Raises NotForkable."""
     if not node.tasks.alive:
         return
-    if len(node.tasks.threads) > 1 or node.tasks.next_thread > 1 or node.tasks.next_proc > 1:
-        raise NotForkable(f"node {node.name} has had threads or processes")
-    if node.tasks.pending is None:
-        raise NotForkable(f"node {node.name} is not held in a blocked call")
+    tasks = node.tasks
+    if len(tasks.procs) > 1 or tasks.reapable:
+        raise NotForkable(f"node {node.name} has more than one process")
+    if tasks.groups:
+        raise NotForkable(f"node {node.name} has a process group of its own making")
+    if tasks.clones or tasks.forking is not None:
+        raise NotForkable(f"node {node.name} has a thread or process not seen yet")
+    for t in tasks.threads.values():
+        if t.notif is None or t.block is None:
+            why = (f"sleeps natively in {NAME.get(t.native, t.native)}" if t.native is not None
+                   else "is not held in a blocked call")
+            raise NotForkable(f"node {node.name}: thread {t.index} {why}")
 
 
 def _again(tap, pid: int, held, name: str):

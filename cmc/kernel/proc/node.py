@@ -159,14 +159,15 @@ class Node:
         return self.lease is None or self.lease.give_back(self)
 
     # -- how a lease (fork.py) hands the node's processes over ----------------------
-    def take_over(self, notif) -> None:
+    def take_over(self, held: dict) -> None:
         """The lent processes are this record's now, as they are (the lease's last
-        user); `notif`: the one thread's held call as it now is, or None."""
-        self.tasks.take_over(notif)
+        user); `held`: each thread's held call as it now is (tid -> notification)."""
+        self.tasks.take_over(held)
 
-    def adopt(self, pid: int, tap: Tap) -> None:
-        """Process pid, a fork of the lent one on the same listener, is this record's."""
-        self.tasks.attach(pid, tap)
+    def adopt(self, pid: int, tap: Tap, copies: dict[int, int]) -> None:
+        """Process pid, a fork of the lent one on the same listener, is this record's;
+        `copies`: the tid of each thread's copy in it (original tid -> copy's)."""
+        self.tasks.attach(pid, tap, copies)
 
     def let_go(self) -> None:
         """The lent processes stay with the worlds still using them: this record has

@@ -74,6 +74,8 @@ class Thread:
     native: int | None = None   # the native call it sleeps in (NATIVE_WAITS), if any
     native_at: int = 0          # ... seen when the node's processes had ended this often
     yielded: int = 0            # its call is sched_yield (the how-manyth): others first
+    known: int = 0              # in a copy of a world (fork.py): the id the program knows
+                                # it by, the original's (0: its own, tid)
 
     @property
     def tag(self) -> int:
@@ -304,16 +306,15 @@ class Tasks:
         """The process thread tid belongs to."""
         return self.threads[tid].proc
 
-    def take_over(self, notif) -> None:
+    def take_over(self, held: dict) -> None:
         """The lease's processes are this record's now (Lease.take): watch their ends;
-        `notif`: the one thread's held call as it now is (a fork moves it)."""
+        `held`: each thread's held call as it now is (a fork moves it)."""
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
         for proc in self.procs.values():
             proc.pidfd = os.pidfd_open(proc.pid)
             self._poller.register(proc.pidfd, select.POLLIN)
-        if notif is not None:
-            self.rebind(notif)
+        self.rebind(held)
 
     def let_go(self) -> None:
         """The lease's processes stay with the worlds still using it: this record
@@ -325,10 +326,11 @@ class Tasks:
         self.procs = {}
         self.threads = {}
 
-    def attach(self, pid: int, tap: Tap) -> None:
+    def attach(self, pid: int, tap: Tap, copies: dict[int, int] | None = None) -> None:
         """Take process pid, on listener tap, as this node's process. Its end is
         seen on a pidfd: a listener shared with copies hangs up only when all
-        of them are gone."""
+        of them are gone. `copies`: pid is a fork of the record's process, its
+        threads copies of the record's (original tid -> copy's)."""
         self.pid = self.pgid = pid
         self.tap = tap
         self.listener = tap.fd
@@ -342,12 +344,15 @@ class Tasks:
         proc.pid = pid
         proc.pidfd = os.pidfd_open(pid)
         self.procs = {pid: proc}
-        main = next(iter(self.threads.values()), None)
-        if main is None:
+        if copies:
+            self.threads = {copies[t.tid]: t for t in self.threads.values()}
+            for tid, t in self.threads.items():
+                t.known = t.known or t.tid
+                t.tid, t.proc = tid, proc
+        else:
             main = Thread(0, pid, proc)
             self.next_thread = 1
-        main.tid, main.proc = pid, proc
-        self.threads = {pid: main}
+            self.threads = {pid: main}
         self._poller = select.poll()
         self._poller.register(self.listener, select.POLLIN)
         self._poller.register(proc.pidfd, select.POLLIN)
@@ -486,6 +491,19 @@ class Tasks:
     def thread_of(self, tid: int) -> Thread | None:
         return self.threads.get(tid)
 
+    def known_thread(self, tid: int) -> Thread | None:
+        """The thread its program knows by id tid: a copied thread by its original's
+        id (Thread.known), else the thread of that id."""
+        for t in self.threads.values():
+            if t.known == tid:
+                return t
+        return self.threads.get(tid)
+
+    def known_pids(self, proc: Process) -> set[int]:
+        """The ids proc's program may know it by: its pid, and the original's in a copy."""
+        return {proc.pid} | {t.known for t in self.threads.values()
+                             if t.proc is proc and t.tid == proc.pid and t.known}
+
     def give_way(self, tid: int) -> None:
         """Thread tid called sched_yield: it runs again only when no other thread
         can, after those that gave way before it."""
@@ -496,18 +514,10 @@ class Tasks:
         """The threads held in a blocked call, in creation order."""
         return [t for t in self.threads.values() if t.block is not None]
 
-    @property
-    def pending(self):
-        """(notification, Block) of a node of one thread held in a blocked call
-        (what --fast copies); None otherwise."""
-        if len(self.threads) != 1:
-            return None
-        t = next(iter(self.threads.values()))
-        return (t.notif, t.block) if t.block is not None else None
-
-    def rebind(self, notif) -> None:
-        """The one thread's held call is now notification `notif` (fork.py)."""
-        next(iter(self.threads.values())).notif = notif
+    def rebind(self, held: dict) -> None:
+        """Each thread's held call is now a new notification (tid -> it: fork.py)."""
+        for tid, notif in held.items():
+            self.threads[tid].notif = notif
 
     def _mine(self, tid: int) -> bool:
         """Whether a notification of thread tid is this node's: a thread of it, or a
