@@ -711,10 +711,11 @@ static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, lo
     return 0;
 }
 
-/* inject6, for a call the filter notifies (clone, sigaltstack): its notification is
- * let through (CONTINUE) -- every other process on the listener is frozen in a call
- * already received -- and a fork or clone on the way gives the new task's id in
- * *born. */
+/* inject6 for the copies of --fast, where a call may be one the filter notifies
+ * (clone, sigaltstack, openat, a shared writable mmap under a disk model): its
+ * notification is let through (CONTINUE) -- every other process on the listener
+ * is frozen in a call already received -- and a fork or clone on the way gives the
+ * new task's id in *born. */
 static int inject_notified(int tid, int listener, const struct user_regs_struct *base,
                            uint64_t ip, long nr, const uint64_t a[6], long *result, int *born)
 {
@@ -724,26 +725,33 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
     int st, e;
     if (ptrace(PTRACE_SETREGS, tid, 0, &r)) return -errno;
     if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
-    struct pollfd pf = { listener, POLLIN, 0 };
-    if (poll(&pf, 1, 2000) != 1) return -ETIMEDOUT;
-    struct cmc_notif n;
-    if ((e = cmc_recv(listener, &n))) return e;
-    if ((int)n.pid != tid || n.nr != nr) {
-        cmc_respond(listener, n.id, 0, EAGAIN, 0);
-        return -EBUSY;
-    }
-    if ((e = cmc_respond(listener, n.id, 0, 0, 1))) return e;
-    for (;;) {
-        if ((e = wait_traced(tid, &st, 2000))) return e;
-        if (WIFSTOPPED(st) && ((st >> 16) == PTRACE_EVENT_FORK || (st >> 16) == PTRACE_EVENT_CLONE)) {
-            unsigned long msg = 0;
-            ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
-            if (born) *born = (int)msg;
-            if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
-            continue;
+    for (int waited_ms = 0;;) {
+        pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
+        if (w < 0 && errno != EINTR) return -errno;
+        if (w == tid) {
+            if (WIFSTOPPED(st) && ((st >> 16) == PTRACE_EVENT_FORK
+                                   || (st >> 16) == PTRACE_EVENT_CLONE)) {
+                unsigned long msg = 0;
+                ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
+                if (born) *born = (int)msg;
+                if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
+                continue;
+            }
+            if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;  /* stepped */
+            return -EPROTO;
         }
-        if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;   /* stepped */
-        return -EPROTO;
+        if (waited_ms >= 2000) return -ETIMEDOUT;
+        struct pollfd pf = { listener, POLLIN, 0 };
+        if (poll(&pf, 1, 1) == 1) {
+            struct cmc_notif n;
+            if ((e = cmc_recv(listener, &n))) return e;
+            if ((int)n.pid != tid || n.nr != nr) {
+                cmc_respond(listener, n.id, 0, EAGAIN, 0);
+                return -EBUSY;
+            }
+            if ((e = cmc_respond(listener, n.id, 0, 0, 1))) return e;
+        }
+        waited_ms += 1;
     }
     if (ptrace(PTRACE_GETREGS, tid, 0, &r)) return -errno;
     if (r.rip != ip + 2) return -EPROTO;
@@ -755,10 +763,9 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
  * thread's stack pointer (what is there kept and put back: every thread is stopped),
  * and read back after the call into buf. */
 static int inject_with(int tid, int listener, const struct user_regs_struct *base, uint64_t ip,
-                       long nr, uint64_t a[6], int arg, void *buf, size_t len, int notified,
-                       long *result)
+                       long nr, uint64_t a[6], int arg, void *buf, size_t len, long *result)
 {
-    unsigned char kept[256];
+    unsigned char kept[4096];
     if (len > sizeof kept) return -E2BIG;
     uint64_t at = base->rsp & ~(uint64_t)7;
     if (cmc_read_mem(tid, at, kept, len) != (int64_t)len) return -EFAULT;
@@ -767,8 +774,7 @@ static int inject_with(int tid, int listener, const struct user_regs_struct *bas
     /* not "on the signal stack" for sigaltstack, whatever the thread's own rsp */
     struct user_regs_struct r = *base;
     r.rsp = 0;
-    int e = notified ? inject_notified(tid, listener, &r, ip, nr, a, result, NULL)
-                     : inject6(tid, &r, ip, nr, a, result);
+    int e = inject_notified(tid, listener, &r, ip, nr, a, result, NULL);
     if (!e && cmc_read_mem(tid, at, buf, len) != (int64_t)len) e = -EFAULT;
     if (cmc_write_mem(tid, at, kept, len) != (int64_t)len && !e) e = -EFAULT;
     return e;
@@ -824,7 +830,7 @@ static int stop_thread(int tid, int listener, uint64_t held, struct thread_state
         long res;
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
         if ((e = inject_with(tid, listener, &ts->again, ts->again.rip, __NR_sigaltstack, a, 1,
-                             &ts->ss, sizeof ts->ss, 1, &res)))
+                             &ts->ss, sizeof ts->ss, &res)))
             return e;
         if (res) return (int)res;
     }
@@ -844,8 +850,7 @@ static int dress_thread(int tid, int listener, const struct thread_state *ts, ui
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
         struct stack_rec ss = ts->ss;
         ss.flags &= ~1;                               /* SS_ONSTACK is a reading only */
-        if ((e = inject_with(tid, listener, b, ip, __NR_sigaltstack, a, 0, &ss, sizeof ss, 1,
-                             &res)))
+        if ((e = inject_with(tid, listener, b, ip, __NR_sigaltstack, a, 0, &ss, sizeof ss, &res)))
             return e;
         if (res) return (int)res;
     }
@@ -866,8 +871,40 @@ static int dress_thread(int tid, int listener, const struct thread_state *ts, ui
     return 0;
 }
 
+/* In the copy (thread tid, registers b): each mapping of a file of the node's
+ * directory mapped again, at its place, from the copy's file. */
+static int remap(int tid, int listener, const struct user_regs_struct *b, int nmaps,
+                 const struct cmc_remap *maps)
+{
+    long res, fd;
+    int e;
+    for (int i = 0; i < nmaps; i++) {
+        const struct cmc_remap *m = &maps[i];
+        char path[4096];
+        size_t len = strlen(m->path) + 1;
+        if (len > sizeof path) return -ENAMETOOLONG;
+        memcpy(path, m->path, len);
+        int writable = (m->prot & PROT_WRITE) && (m->flags & MAP_SHARED);
+        uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, (uint64_t)(writable ? O_RDWR : O_RDONLY) | O_CLOEXEC,
+                          0, 0, 0 };
+        if ((e = inject_with(tid, listener, b, b->rip, __NR_openat, a, 1, path, len, &fd)))
+            return e;
+        if (fd < 0) return (int)fd;
+        uint64_t mm[6] = { m->start, m->len, (uint64_t)m->prot, (uint64_t)(m->flags | MAP_FIXED),
+                           (uint64_t)fd, m->offset };
+        e = inject_notified(tid, listener, b, b->rip, __NR_mmap, mm, &res, NULL);
+        long closed;
+        int e2 = inject(tid, b, b->rip, __NR_close, (uint64_t)fd, 0, 0, &closed);
+        if (e) return e;
+        if (res != (long)m->start) return res < 0 ? (int)res : -EFAULT;
+        if (e2) return e2;
+    }
+    return 0;
+}
+
 int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64_t *held,
-                     const uint64_t *ctids, const char *cwd, int *out)
+                     const uint64_t *ctids, const char *cwd, int nmaps,
+                     const struct cmc_remap *maps, int *out)
 {
     if (n < 1 || n > 4096) return -EINVAL;
     sigset_t chld, old;
@@ -918,9 +955,10 @@ int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64
         if (len > sizeof path) { e = -ENAMETOOLONG; goto out_child; }
         memcpy(path, cwd, len);
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-        if ((e = inject_with(child, listener, b, b->rip, __NR_chdir, a, 0, path, len, 0, &res)))
+        if ((e = inject_with(child, listener, b, b->rip, __NR_chdir, a, 0, path, len, &res)))
             goto out_child;
         if (res) { e = (int)res; goto out_child; }
+        if ((e = remap(child, listener, b, nmaps, maps))) goto out_child;
     }
     /* Every other thread: a clone of the first, then made the original's. */
     for (int i = 1; i < n; i++) {

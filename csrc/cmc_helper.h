@@ -101,15 +101,22 @@ int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
  * (held[]), by injecting clone(CLONE_PARENT) at the first one's system call, then
  * in the copy one clone(CLONE_THREAD) per other thread, each given its original's
  * registers, signal mask, alternate signal stack, robust list, rseq area and
- * clear_child_tid (ctids[]: cmc's record of it, 0 for none). Every thread of both
+ * clear_child_tid (ctids[]: cmc's record of it, 0 for none), and each of the nmaps
+ * mappings of maps[] mapped again from the copy's file. Every thread of both
  * processes is left about to make its held call again (each sends a new
  * notification on the same listener). The copy gets its own process group,
  * PR_SET_PDEATHSIG(SIGKILL) and working directory cwd; out[] gets its threads'
  * ids (out[0]: its pid), in the order of tids[]. 0 or -errno; on failure after
  * the held calls were answered, the original threads are still left about to make
  * them again. */
+struct cmc_remap {
+    uint64_t start, len, offset;
+    int32_t prot, flags;
+    const char *path;         /* the copy's file, mapped at start in its place */
+};
 int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64_t *held,
-                     const uint64_t *ctids, const char *cwd, int *out);
+                     const uint64_t *ctids, const char *cwd, int nmaps,
+                     const struct cmc_remap *maps, int *out);
 
 /* Copy the len bytes buffered in pipe `in` into pipe `out` without taking them
  * (tee(2)): 0 or -errno. */

@@ -158,18 +158,26 @@ def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
     return [(events[i], data[i]) for i in range(got)]
 
 
-def fork_node(pid: int, listener: int, threads: list[tuple[int, int, int]], cwd: str) -> list[int]:
+def fork_node(pid: int, listener: int, threads: list[tuple[int, int, int]], cwd: str,
+              maps: list[tuple[int, int, int, int, int, str]] = ()) -> list[int]:
     """Fork node process pid, each of whose threads (tid, held notification id,
-    clear_child_tid address) is held (see cmc_fork_threads); the copy works in cwd.
-    Returns the copy's thread ids in the order of `threads` (the first: its pid).
-    Every thread of both then makes its held call again, as a new notification on
-    the same listener."""
+    clear_child_tid address) is held (see cmc_fork_threads); the copy works in cwd,
+    its mappings `maps` (start, length, offset, prot, flags, the copy's file) mapped
+    again. Returns the copy's thread ids in the order of `threads` (the first: its
+    pid). Every thread of both then makes its held call again, as a new
+    notification on the same listener."""
     n = len(threads)
     tids = ffi.new("int[]", [t for t, _, _ in threads])
     held = ffi.new("uint64_t[]", [h for _, h, _ in threads])
     ctids = ffi.new("uint64_t[]", [c for _, _, c in threads])
     out = ffi.new("int[]", n)
-    _check(lib.cmc_fork_threads(pid, listener, n, tids, held, ctids, os.fsencode(cwd), out))
+    remaps = ffi.new("struct cmc_remap[]", max(len(maps), 1))
+    paths = [ffi.new("char[]", os.fsencode(m[5])) for m in maps]   # alive through the call
+    for r, m, path in zip(remaps, maps, paths):
+        r.start, r.len, r.offset, r.prot, r.flags = m[:5]
+        r.path = path
+    _check(lib.cmc_fork_threads(pid, listener, n, tids, held, ctids, os.fsencode(cwd),
+                                len(maps), remaps, out))
     return list(out)
 
 

@@ -146,16 +146,36 @@ def mapping_at(pid: int, addr: int) -> tuple[int, int, int, str] | None:
     return None
 
 
-def mapped_paths(pid: int) -> list[str]:
-    """The paths of the files pid maps into memory (shared memory shows as
-    "/SYSV..." or a /dev/shm path). Raises OSError when pid is gone."""
-    out = []
-    with open(_path(pid, "maps")) as f:
+def file_mappings(pid: int) -> list[tuple[int, int, str, int, str, int]]:
+    """(start, end, permissions as "rw-s", file offset, path, kB of private copies of
+    its pages) of each of pid's mappings with a file behind it, from its smaps.
+    Raises OSError when pid is gone."""
+    out: list = []
+    with open(_path(pid, "smaps")) as f:
         for line in f:
-            fields = line.split(None, 5)
-            if len(fields) == 6:
-                out.append(fields[5].strip())
-    return out
+            head = line.split(None, 5)
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                path = head[5].strip() if len(head) == 6 else ""
+                start, end = (int(x, 16) for x in head[0].split("-"))
+                out.append([start, end, head[1], int(head[2], 16), path, 0])
+            elif head[0] == "Anonymous:" and out:
+                out[-1][5] = int(head[1])
+    return [tuple(m) for m in out if m[4].startswith("/")]
+
+
+def unix_socket(inode: int) -> tuple[int, int, str] | None:
+    """(type, state, name: "" when unnamed, "@..." when abstract) of the AF_UNIX socket
+    with this inode, from /proc/net/unix; None when it is not one."""
+    try:
+        with open("/proc/net/unix") as f:
+            next(f)
+            for line in f:
+                w = line.split(None, 7)
+                if int(w[6]) == inode:
+                    return int(w[4], 16), int(w[5], 16), w[7].strip() if len(w) > 7 else ""
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass
+    return None
 
 
 def environment(pid: int) -> tuple[int, bytes] | None:

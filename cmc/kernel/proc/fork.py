@@ -34,10 +34,13 @@ from __future__ import annotations
 
 import fcntl
 import io
+import mmap
 import os
 import pickle
+import re
 import select
 import shutil
+import socket
 import stat
 import struct
 import termios
@@ -148,9 +151,6 @@ def load_record(saved: tuple[bytes, dict[int, object]]):
 
 
 # -- what a process holds ---------------------------------------------------------------
-EPOLLET = 1 << 31
-
-
 def fd_plan(node) -> list[tuple]:
     """What to do in a copy of node's process, per descriptor: ("file", fd, path,
     flags, pos, cloexec), ("pipe", [(fd, read end?, flags, cloexec), ...]) for a pipe
@@ -159,10 +159,18 @@ def fd_plan(node) -> list[tuple]:
     `forkable` let be lent. Raises NotForkable."""
     pid, cwd = node.tasks.pid, node.cwd
     try:
-        for path in procfs.mapped_paths(pid):
-            if path.startswith((cwd + "/", cwd + ".shm/", "/SYSV")):
-                raise NotForkable(f"node {node.name} maps {path} into memory")
         plan, pipes, epolls = [], {}, []
+        for start, end, perms, offset, path, copied in procfs.file_mappings(pid):
+            if path.startswith((cwd + ".shm/", "/SYSV")):
+                raise NotForkable(f"node {node.name} maps a shared-memory object")
+            if not path.startswith(cwd + "/"):
+                continue                 # the program and its libraries: the same files
+            rel = path[len(cwd) + 1:]
+            if perms[3] == "p" and copied:
+                raise NotForkable(f"node {node.name} wrote to its private mapping of {rel}")
+            prot = (perms[0] == "r") | (perms[1] == "w") << 1 | (perms[2] == "x") << 2
+            plan.append(("map", start, end - start, offset, prot,
+                         mmap.MAP_SHARED if perms[3] == "s" else mmap.MAP_PRIVATE, rel))
         fds = procfs.fds(pid)
         for fd in fds:
             target = procfs.fd_target(pid, fd)
@@ -197,6 +205,10 @@ def fd_plan(node) -> list[tuple]:
                 flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
                 epolls.append(("epoll", fd, bool(flags & os.O_CLOEXEC),
                                procfs.epoll_targets(pid, fd)))
+            elif target.startswith("socket:") and (lone := _lone_datagram(pid, fd, target)):
+                flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
+                plan.append(("unixdgram", fd, lone == "named", flags & os.O_NONBLOCK,
+                             bool(flags & os.O_CLOEXEC)))
             else:
                 raise NotForkable(f"node {node.name} has {_kind(target)} open")
         for ends in pipes.values():
@@ -204,16 +216,13 @@ def fd_plan(node) -> list[tuple]:
                 raise NotForkable(f"node {node.name} has a pipe whose other end is not its own")
             plan.append(("pipe", ends))
         movable = {fd for _, ends in (p for p in plan if p[0] == "pipe") for fd, *_ in ends} \
-            | {p[1] for p in plan if p[0] == "eventfd"}
+            | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram")}
         for item in epolls:
-            for tfd, events, _ in item[3]:
+            for tfd, _, _ in item[3]:
                 if tfd not in movable:
                     what = _kind(procfs.fd_target(pid, tfd)) if tfd in fds else \
                         "a descriptor it closed"
                     raise NotForkable(f"node {node.name} watches {what} with an epoll instance")
-                if events & EPOLLET and _ready(pid, tfd, events):
-                    raise NotForkable(f"node {node.name} has an edge-triggered epoll entry "
-                                      "that is ready")
         plan.extend(epolls)          # last: they watch what the others make
     except (OSError, KeyError, ValueError, IndexError) as e:
         raise NotForkable(f"cannot read the descriptors of node {node.name}: "
@@ -226,16 +235,35 @@ def _kind(target: str) -> str:
     return target.split(":[")[0] + (":[...]" if ":[" in target else "")
 
 
-def _ready(pid: int, fd: int, events: int) -> bool:
-    """Whether the file on fd of pid is ready for what events asks (without waiting)."""
+def _lone_datagram(pid: int, fd: int, target: str) -> str:
+    """Whether the socket on fd of pid is an AF_UNIX datagram socket that no other
+    socket reaches: unconnected, with no name ("unnamed") or an automatic one
+    ("named": a runtime's socket kept for logging to the host, say), and nothing
+    queued; "" otherwise. A copy gets a new one like it (its automatic name differs;
+    nothing can send to either)."""
+    found = procfs.unix_socket(int(target[len("socket:["):-1]))
+    if found is None:
+        return ""
+    kind, state, name = found
+    if kind != socket.SOCK_DGRAM or state != 1 or not (name == "" or _AUTOBIND.match(name)):
+        return ""
     mine = _native.getfd(pid, fd)
     try:
-        p = select.poll()
-        p.register(mine, events & (select.POLLIN | select.POLLOUT | select.POLLPRI
-                                   | select.POLLRDHUP))
-        return bool(p.poll(0))
+        if struct.unpack("i", fcntl.ioctl(mine, termios.FIONREAD, b"\0" * 4))[0]:
+            return ""
     finally:
         os.close(mine)
+    return "named" if name else "unnamed"
+
+
+_AUTOBIND = re.compile(r"@[0-9a-f]{5}$")
+
+
+def _readable(fd: int) -> bool:
+    """Whether an epoll instance has an event to report (without taking it)."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(0))
 
 
 def home_address(node) -> int | None:
@@ -292,6 +320,19 @@ def _replace_fds(node, plan, old_cwd: str, original: int) -> None:
                                   | os.O_CLOEXEC)
                     made[fd] = end
                     _native.place_fd(listener, nid, end, fd, cloexec)
+            elif kind == "map":
+                continue                 # mapped again by the fork
+            elif kind == "unixdgram":
+                _, fd, named, nonblock, cloexec = item
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                made[fd] = sock.detach()
+                sock = socket.socket(fileno=made[fd])
+                if named:
+                    sock.bind("")            # an automatic name, as the original's
+                if nonblock:
+                    sock.setblocking(False)
+                sock.detach()
+                _native.place_fd(listener, nid, made[fd], fd, cloexec)
             elif kind == "eventfd":
                 _, fd, semaphore, nonblock, cloexec = item
                 count = _eventfd_count(original, fd)
@@ -305,6 +346,18 @@ def _replace_fds(node, plan, old_cwd: str, original: int) -> None:
                 try:
                     _native.epoll_fill(ep.fileno(), [(made[tfd], tfd, events, data)
                                                      for tfd, events, data in targets])
+                    # An edge-triggered entry reports what is ready once, when added:
+                    # the original's did long ago. Taken here, so that the copy's
+                    # instance has an event to report only if the original's has.
+                    if targets:
+                        ep.poll(0, len(targets))
+                    theirs = _native.getfd(original, fd)
+                    try:
+                        if _readable(theirs) != _readable(ep.fileno()):
+                            raise NotForkable(f"node {node.name} has an epoll instance with "
+                                              "an event not taken yet")
+                    finally:
+                        os.close(theirs)
                     _native.place_fd(listener, nid, ep.fileno(), fd, cloexec)
                 finally:
                     ep.close()
@@ -448,9 +501,11 @@ class Lease:
             return
         held = self.held
         threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
+        plan, home = self.plan
+        maps = [(*m[1:6], os.path.join(cwd, m[6])) for m in plan if m[0] == "map"]
         with interrupts_held():               # no process started and not recorded
             try:
-                tids = _native.fork_node(self.pid, self.tap.fd, threads, cwd)
+                tids = _native.fork_node(self.pid, self.tap.fd, threads, cwd, maps)
             except OSError as e:
                 self.spoilt = (f"fork of node {node.name} (pid {self.pid}, "
                                f"{len(threads)} thread(s)) failed: {e.strerror}")
@@ -466,7 +521,6 @@ class Lease:
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
-        plan, home = self.plan
         _replace_fds(node, plan, self.cwd, self.pid)
         _move_home(node, home)
 
