@@ -51,6 +51,7 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         horizon_ns=model.time.horizon_ns,
         cpus=model.machine.cpus,
         memory=model.machine.memory,
+        private_pids=model.machine.pids == "private",
         trace_ticks=trace_ticks,
     )
 

@@ -100,6 +100,7 @@ static void child(const char *path, char *const argv[], char *const envp[],
     int tmp[5];
     int err;
 
+    /* (in a PID namespace of its own, the parent is outside it: getppid() is 0) */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
     setpgid(0, 0);
     personality(ADDR_NO_RANDOMIZE);
@@ -188,7 +189,7 @@ static int child_main(void *p)
 int cmc_spawn(const char *path, char *const argv[], char *const envp[],
               const char *cwd, const int fds[5],
               const struct cmc_bpf_insn *filter, unsigned int filter_len,
-              unsigned int nofile, int *listener_out)
+              unsigned int nofile, int own_pids, int *listener_out)
 {
     int sp[2];
     if (!child_stack) {
@@ -198,22 +199,24 @@ int cmc_spawn(const char *path, char *const argv[], char *const envp[],
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp)) return -errno;
     struct spawn_args a = { path, argv, envp, cwd, fds, filter, filter_len, nofile,
-                            sp[1], getpid() };
+                            sp[1], own_pids ? 0 : getpid() };
+    int pidns = own_pids ? CLONE_NEWPID : 0;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &a.mask);
     pid_t pid = -1;
     int e = 0;
     if (private_ipc != 0) {
-        pid = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | CLONE_NEWIPC | SIGCHLD, &a);
+        pid = clone(child_main, child_stack + CHILD_STACK,
+                    CLONE_VM | CLONE_NEWIPC | pidns | SIGCHLD, &a);
         e = errno;
         if (pid >= 0)
             private_ipc = 1;
-        else if (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS)
+        else if (!pidns && (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS))
             private_ipc = 0;            /* not allowed here: launch without */
     }
     if (private_ipc == 0) {
-        pid = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | SIGCHLD, &a);
+        pid = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | pidns | SIGCHLD, &a);
         e = errno;
     }
     pthread_sigmask(SIG_SETMASK, &a.mask, NULL);

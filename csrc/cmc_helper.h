@@ -30,8 +30,9 @@ struct cmc_notif {             /* the parts of struct seccomp_notif cmc uses */
  * SECCOMP_FILTER_FLAG_NEW_LISTENER, plus WAIT_KILLABLE_RECV when the kernel
  * has it). The listener reaches the parent over a socketpair; *listener_out
  * gets it. The child's execve is itself notified: the caller must answer it
- * (cmc_exec_continue). Returns the pid, or -errno (the child's errno when the
- * filter could not be installed). */
+ * (cmc_exec_continue). With own_pids, the child is the first process (1) of a PID
+ * namespace of its own (needs CAP_SYS_ADMIN). Returns the pid, or -errno (the
+ * child's errno when the filter could not be installed). */
 /* Whether launches get an IPC namespace of their own: -1 not known yet (no launch),
  * 0 no (no CAP_SYS_ADMIN), 1 yes. */
 int cmc_private_ipc(void);
@@ -39,7 +40,7 @@ int cmc_private_ipc(void);
 int cmc_spawn(const char *path, char *const argv[], char *const envp[],
               const char *cwd, const int fds[5],
               const struct cmc_bpf_insn *filter, unsigned int filter_len,
-              unsigned int nofile, int *listener_out);
+              unsigned int nofile, int own_pids, int *listener_out);
 
 /* Receive one notification (blocking; retried on EINTR). 0 or -errno. */
 int cmc_recv(int listener, struct cmc_notif *out);

@@ -65,3 +65,24 @@ def test_a_go_service_counts_the_same_in_pinned_workers():
     two = run_cmc("--model-file", models / "gokv.model", "--workers", "2", cwd=models)
     assert one.returncode == 0 and two.returncode == 0, two.stdout + two.stderr
     assert counts(one.stdout) == counts(two.stdout) == (430, 254, 13)
+
+
+def test_a_node_of_its_own_pids_is_process_1_on_every_launch(tmp_path):
+    """`machine pids private`: the node's first process is 1 in a PID namespace of its
+    own, its first child 2 (it sees 1 as its parent, waitpid returns 2, and kill of the
+    reaped child fails with ESRCH), on every launch: the state holds them, and a replay
+    (--no-fast) finds the same world. With the host's ids (the default) the same state is
+    caught as nondeterminism."""
+    path = tmp_path / "pids.model"
+    path.write_text(f'node db1 = "{PROGS}/machine pids"\nmachine pids private\n'
+                    "invariant show: node[0].pid == null\n")
+    for mode in ("--fast", "--no-fast"):
+        r = run_cmc("--model-file", path, mode, cwd=tmp_path)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert state(r.stdout) == {"pid": 1, "child": 2, "childs_parent": 1, "reaped": 2,
+                                   "killed": 1}
+    path.write_text(path.read_text().replace("machine pids private", "machine pids shared"))
+    r = run_cmc("--model-file", path, cwd=tmp_path)
+    assert r.returncode == 3
+    assert "nondeterminism: replaying the same actions gave a different world at the " \
+           "initial world" in r.stdout

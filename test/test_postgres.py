@@ -17,14 +17,16 @@ What holds today:
   shared memory is cmc's, in the node's folder), no SysV segment of the postgres user
   (each launch has its own IPC namespace), no process.
 
-What does not, and why (the xfail tests): the answer to the startup message carries
-BackendKeyData, the process id of the backend the postmaster forked. cmc gives nodes
-the host's process ids, so that answer differs from launch to launch, and the first
-world cmc must reach again by replaying its actions after the answer (a world with two
-successors, as with a CRASH budget; --no-fast; --det; the trace of any violation) is
-reported as `nondeterminism: replaying the same actions gave a different world at step
-2 (DELIVER c -> pg "\\x00\\x00\\x00%...")`. postgres-pid.model shows the same with a
-few lines of Python that answer with their pid.
+- with a client and a CRASH together (postgres-crash-client.model), the search ends:
+  11 states, the same copied (the node is replayed: a process tree) and with
+  --no-fast. The answer to the startup message carries BackendKeyData, the process id
+  of the backend the postmaster forked: with the host's process ids that answer
+  differed from launch to launch, and replaying the same actions found another world
+  (`nondeterminism ... at step 2`). `machine pids private` gives each launch a PID
+  namespace of its own, numbered from 1, so the backend's id is the same on every
+  launch. postgres-pid.model shows both with a few lines of Python that answer with
+  their pid. Under --det PostgreSQL is still found out: its cancel key (the other
+  half of BackendKeyData) changes when the stack is shifted.
 """
 from __future__ import annotations
 
@@ -143,25 +145,32 @@ NONDETERMINISM = ("Error: nondeterminism: replaying the same actions gave a diff
 
 
 def test_startup_and_select_1_with_a_crash(pgdata, tmp_path):
-    """Acceptance 3 as a whole: the client of postgres.model and `budget crash 1`.
-    Expected to fail today, with the nondeterminism error only (BackendKeyData)."""
+    """Acceptance 3 as a whole: the client of postgres.model and `budget crash 1`, under
+    `machine pids private`: every witness (started, selected, relaunched) reached, the
+    same with every world replayed from launch."""
     r = check("postgres-crash-client.model", pgdata, tmp_path)
     assert leftovers() == []
-    if r.returncode == 3 and NONDETERMINISM in r.stdout and \
-            '(DELIVER c -> pg "\\x00\\x00\\x00%\\x00\\x03' in r.stdout:
-        pytest.xfail("BackendKeyData carries the backend's host process id: " +
-                     r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "Model checking completed. No error has been found." in r.stdout
+    assert counts(r.stdout) == (11, 11, 5)
+    replayed = check("postgres-crash-client.model", pgdata, tmp_path, "--no-fast")
+    assert replayed.returncode == 0 and counts(replayed.stdout) == (11, 11, 5)
+    assert leftovers() == []
 
 
 def test_a_reply_with_the_pid_replays(tmp_path):
-    """What stops the test above, in a few lines of Python: a reply with the node's
-    pid. Expected to fail today, with the nondeterminism error only."""
-    r = run_cmc("--model-file", TEST_MODELS / "postgres-pid.model", "--no-fast",
-                "--max-memory", MAX_MEMORY, cwd=tmp_path, timeout=900)
-    if r.returncode == 3 and f'{NONDETERMINISM} (DELIVER c -> n "HELLO\\n")' in r.stdout:
-        pytest.xfail("a node sees the host's process ids: "
-                     + r.stdout.strip().splitlines()[-1])
+    """What stopped the test above, in a few lines of Python: a reply with the node's
+    pid. With its own PID namespace the node is process 1 on every launch ("PID 1");
+    without it (the host's ids) a replay finds another world."""
+    model = TEST_MODELS / "postgres-pid.model"
+    r = run_cmc("--model-file", model, "--no-fast", "--max-memory", MAX_MEMORY,
+                "--trace-out", tmp_path / "t.json", cwd=tmp_path, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert counts(r.stdout) == (3, 3, 3)
+    shared = tmp_path / "shared.model"
+    shared.write_text(model.read_text().replace("machine pids private", "machine pids shared")
+                      .replace("{model_dir}", str(TEST_MODELS)))
+    r = run_cmc("--model-file", shared, "--no-fast", "--max-memory", MAX_MEMORY,
+                cwd=tmp_path, timeout=900)
+    assert r.returncode == 3
+    assert f'{NONDETERMINISM} (DELIVER c -> n "HELLO\\n")' in r.stdout, r.stdout[-2000:]

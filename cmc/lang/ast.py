@@ -213,6 +213,7 @@ class MachineDecl:
     itself by them (Go's scheduler, a thread pool) does the same everywhere."""
     cpus: int = 2
     memory: int = 4 << 30
+    pids: str = "shared"        # private: each node numbers its processes from 1
 
 
 MACHINE = MachineDecl()

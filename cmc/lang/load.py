@@ -7,6 +7,7 @@ commands and resolves each node's program against the model's folder.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import difflib
 import ipaddress
 import os
@@ -106,34 +107,45 @@ def _time(stmt: TimeStmt) -> TimeDecl:
     return TimeDecl(stmt.kind, values.get("latency", 0), values.get("horizon", 60 * 10**9))
 
 
-MACHINE_ITEMS = ("cpus", "memory")
+MACHINE_ITEMS = ("cpus", "memory", "pids")
+PIDS = ("shared", "private")
 MEMORY_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 MAX_CPUS = 1024                 # what a cpu_set_t holds
 
 
 def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl:
-    """A `machine cpus N` or `machine memory SIZE` line (docs/model-file.md)."""
+    """A `machine cpus N`, `machine memory SIZE` or `machine pids private` line
+    (docs/model-file.md)."""
     if stmt.item not in MACHINE_ITEMS:
         raise error_at(stmt.item_loc, f"unknown machine item {stmt.item}"
-                       f"{_suggest(stmt.item, MACHINE_ITEMS)}: a machine line gives cpus N "
-                       "or memory SIZE (KiB, MiB, GiB)")
+                       f"{_suggest(stmt.item, MACHINE_ITEMS)}: a machine line gives cpus N, "
+                       "memory SIZE (KiB, MiB, GiB) or pids shared or private")
     if stmt.item in seen:
         raise error_at(stmt.item_loc, f"machine {stmt.item} is given twice "
                        f"({_first_at(seen[stmt.item])})")
     seen[stmt.item] = stmt.item_loc
+    if stmt.item == "pids":
+        if stmt.number is not None or stmt.unit not in PIDS:
+            raise error_at(stmt.value_loc, "machine pids is shared or private"
+                           f"{_suggest(stmt.unit or '', PIDS)}")
+        return replace(machine, pids=stmt.unit)
+    if stmt.number is None:
+        raise error_at(stmt.value_loc, f"machine {stmt.item} takes "
+                       + ("a count (machine cpus 2)" if stmt.item == "cpus"
+                          else "a size (machine memory 4GiB)"))
     if stmt.item == "cpus":
         if stmt.unit is not None:
             raise error_at(stmt.value_loc, f"machine cpus takes a count, not {stmt.unit}")
         if not 1 <= stmt.number <= MAX_CPUS:
             raise error_at(stmt.value_loc, f"machine cpus must be 1 to {MAX_CPUS}")
-        return MachineDecl(stmt.number, machine.memory)
+        return replace(machine, cpus=stmt.number)
     if stmt.unit not in MEMORY_UNITS:
         raise error_at(stmt.value_loc, f"machine memory needs a unit"
                        f"{_suggest(stmt.unit or '', MEMORY_UNITS)}: KiB, MiB or GiB "
                        "(machine memory 4GiB)")
     if stmt.number <= 0:
         raise error_at(stmt.value_loc, "machine memory must be more than 0")
-    return MachineDecl(machine.cpus, stmt.number * MEMORY_UNITS[stmt.unit])
+    return replace(machine, memory=stmt.number * MEMORY_UNITS[stmt.unit])
 
 
 def _duration(number: int, unit: str, loc: Loc) -> int:

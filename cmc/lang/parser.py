@@ -144,10 +144,10 @@ class TimeStmt(Statement):
 
 @dataclass(frozen=True)
 class MachineStmt(Statement):
-    item: str                   # cpus | memory
+    item: str                   # cpus | memory | pids
     item_loc: Loc
-    number: int
-    unit: str | None            # memory's: KiB MiB GiB
+    number: int | None          # cpus', memory's
+    unit: str | None            # memory's: KiB MiB GiB; pids': shared | private
     value_loc: Loc
 
 
@@ -495,9 +495,12 @@ class _Builder:
         return TimeStmt(*head, kind.value, self.at(kind), options)
 
     def machine_stmt(self, head, children) -> MachineStmt:
-        item, number, *unit = children
-        return MachineStmt(*head, item.value, self.at(item), self.integer(number),
-                           unit[0].value if unit else None, self.at(number))
+        item, value, *unit = children
+        if value.type != "INT":             # a word: `machine pids private`
+            return MachineStmt(*head, item.value, self.at(item), None, value.value,
+                               self.at(value))
+        return MachineStmt(*head, item.value, self.at(item), self.integer(value),
+                           unit[0].value if unit else None, self.at(value))
 
     def budget_stmt(self, head, children) -> BudgetStmt:
         kind, *value = children

@@ -11,9 +11,18 @@
  * I: the processors listed in /proc/cpuinfo; M: sysconf(_SC_PHYS_PAGES) * page size
  * in MiB (glibc asks sysinfo); K: /proc/meminfo's MemTotal; H: gethostname (uname);
  * U: the CPU getcpu says it runs on. Then blocks in accept() on 127.0.0.1:9100.
+ *
+ *   machine pids
+ *
+ * Writes instead {"pid":P,"child":C,"childs_parent":Q,"reaped":R,"killed":K}: its own
+ * getpid(), the getpid() of a child it forks and that child's getppid() (sent back
+ * through a pipe), what waitpid returned for it, and whether kill(child, 0) of the
+ * reaped child failed with ESRCH (1). Under `machine pids private` these are 1, 2, 1,
+ * 2 and 1 on every launch.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
@@ -22,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "misbehave.h"
@@ -37,8 +47,34 @@ static void read_file(const char *path, char *buf, size_t len)
     fclose(f);
 }
 
-int main(void)
+static int pids(void)
 {
+    int p[2];
+    if (pipe(p) < 0) { perror("machine: pipe"); return 1; }
+    pid_t child = fork();
+    if (child == 0) {
+        int ids[2] = { getpid(), getppid() };
+        if (write(p[1], ids, sizeof ids) != sizeof ids) _exit(1);
+        _exit(0);
+    }
+    int ids[2] = { 0, 0 };
+    if (read(p[0], ids, sizeof ids) != sizeof ids) { perror("machine: read"); return 1; }
+    pid_t reaped = waitpid(child, NULL, 0);
+    int killed = kill(child, 0) < 0 && errno == ESRCH;
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "{\"pid\":%d,\"child\":%d,\"childs_parent\":%d,\"reaped\":%d,"
+                     "\"killed\":%d}\n", getpid(), ids[0], ids[1], reaped, killed);
+    if (write(3, line, (size_t)n) != n)
+        perror("machine: write fd 3");
+    accept(listen_on("machine", "9100"), NULL, NULL);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "pids"))
+        return pids();
     cpu_set_t set;
     CPU_ZERO(&set);
     int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;

@@ -71,7 +71,8 @@ def sys_setrlimit(call):
 def sys_prlimit64(call):
     proc, args = call.proc, call.args
     pid = args[0] & 0xFFFFFFFF
-    if args[1] != RLIMIT_NOFILE or pid not in (0, proc.pid, call.pid):
+    mine = pid in (0, call.pid) or proc.node.tasks.host_pid(pid) == proc.pid
+    if args[1] != RLIMIT_NOFILE or not mine:
         return CONTINUE
     new = None
     if args[2]:

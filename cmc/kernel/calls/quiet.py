@@ -10,7 +10,8 @@ little costs depth, folding too much would lose worlds.
 """
 from __future__ import annotations
 
-from ..linux.abi import VFD_BASE
+from ..linux import procfs
+from ..linux.abi import DURABLE_FD, STATE_FD, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
 from .handler import fd_arg
 
@@ -29,15 +30,29 @@ _OPENS = frozenset(NR[n] for n in ("open", "openat"))
 O_CREAT, O_TRUNC = 0o100, 0o1000
 
 
-def visible(notif) -> bool:
-    """Whether answering this call may change what another node or a property sees."""
+def visible(notif, pid: int) -> bool:
+    """Whether answering this call (of process pid) may change what another node or a
+    property sees."""
     nr, args = notif.nr, notif.args
     if nr in QUIET:
         return False
-    if nr in _WRITES:
-        return fd_arg(args[0]) > 2          # fd 3, 193, a socket, a file; not stdout/stderr
+    if nr in _WRITES:                       # fd 3, 193, a socket, a file; not stdout/stderr,
+        fd = fd_arg(args[0])                # nor a pipe or eventfd inside the process (a
+        return fd > 2 and not _inner(pid, fd)   # runtime waking its poller: Go's netpollBreak)
     if nr == NR["close"]:
         return fd_arg(args[0]) >= VFD_BASE  # a socket's FIN; a file's close shows nothing
     if nr in _OPENS:                        # a name made or a file emptied
         return bool((args[1] if nr == NR["open"] else args[2]) & (O_CREAT | O_TRUNC))
     return True
+
+
+def _inner(pid: int, fd: int) -> bool:
+    """Whether fd of pid is a pipe or an eventfd (what a write to it changes stays in the
+    node), or /dev/null."""
+    if fd >= VFD_BASE or fd in (STATE_FD, DURABLE_FD):
+        return False
+    try:
+        target = procfs.fd_target(pid, fd)
+    except OSError:
+        return False
+    return target.startswith("pipe:") or target in ("anon_inode:[eventfd]", "/dev/null")

@@ -106,10 +106,11 @@ def sys_setpgid(call):
     (Tasks.new_group); the kernel checks the rest (a group in the same session, a
     child that has not exec'd)."""
     proc, args = call.proc, call.args
-    target = signed(args[0]) or proc.pid
-    group = signed(args[1]) or target
+    tasks = proc.node.tasks
+    target = tasks.host_pid(signed(args[0])) or proc.pid
+    group = tasks.host_pid(signed(args[1])) or target
     if group > 0 and group == target:
-        proc.node.tasks.new_group(group)
+        tasks.new_group(group)
     return CONTINUE
 
 

@@ -29,8 +29,10 @@ class Notification:
 
 
 def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[int],
-          filter_insns: list[tuple[int, int, int, int]], nofile: int) -> tuple[int, int, list]:
-    """Start a node under the filter. Returns (pid, listener, keepalive): the child
+          filter_insns: list[tuple[int, int, int, int]], nofile: int,
+          own_pids: bool = False) -> tuple[int, int, list]:
+    """Start a node under the filter (with own_pids, as process 1 of a PID namespace
+    of its own). Returns (pid, listener, keepalive): the child
     shares cmc's memory until its execve has run, and the kernel reads the path,
     argv and envp only then, so the caller must hold `keepalive` until the node's
     first notified execve has been answered."""
@@ -56,7 +58,7 @@ def spawn(path: str, argv: list[str], env: dict[str, str], cwd: str, fds: list[i
     c_cwd = ffi.new("char[]", os.fsencode(cwd))
     keep += [c_argv, c_env, c_fds, prog, c_path, c_cwd]
     pid = _check(lib.cmc_spawn(c_path, c_argv, c_env, c_cwd, c_fds, prog, len(filter_insns),
-                               nofile, out))
+                               nofile, 1 if own_pids else 0, out))
     return pid, out[0], keep
 
 

@@ -64,6 +64,17 @@ def task_state(pid: int, tid: int) -> tuple[str, int | None]:
     return state, nr
 
 
+def task_cpu(pid: int, tid: int) -> tuple[str, float]:
+    """(state letter, seconds of CPU it has used) of thread tid; ("X", 0) when gone."""
+    try:
+        with open(_path(pid, "task", tid, "stat"), "rb") as f:
+            stat = f.read()
+    except OSError:
+        return "X", 0.0
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return fields[0].decode(), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def task_ids(pid: int) -> list[int]:
     """The tids the kernel lists for process pid, in increasing order."""
     try:
@@ -161,6 +172,16 @@ def file_mappings(pid: int) -> list[tuple[int, int, str, int, str, int]]:
             elif head[0] == "Anonymous:" and out:
                 out[-1][5] = int(head[1])
     return [tuple(m) for m in out if m[4].startswith("/")]
+
+
+def ns_pid(pid: int) -> int:
+    """The number process pid has in its own PID namespace (the last of NSpid), or 0
+    when it is gone."""
+    try:
+        nspid = status(pid).get("NSpid", "")
+        return int(nspid.split()[-1]) if nspid else pid
+    except (OSError, ValueError):
+        return 0
 
 
 def unix_socket(inode: int) -> tuple[int, int, str] | None:

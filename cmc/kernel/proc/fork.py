@@ -552,6 +552,10 @@ def forkable(node) -> None:
     if not node.tasks.alive:
         return
     tasks = node.tasks
+    if node.cluster.spec.private_pids:
+        # a fork of a namespace's first process is refused (CLONE_PARENT), and a copy
+        # would not get its original's process ids
+        raise NotForkable(f"node {node.name} has process ids of its own (machine pids private)")
     if len(tasks.procs) > 1 or tasks.reapable:
         raise NotForkable(f"node {node.name} has more than one process")
     if tasks.groups:

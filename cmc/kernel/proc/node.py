@@ -7,6 +7,7 @@ threads and the loop that runs them one at a time until the node is quiescent
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -127,8 +128,13 @@ class Node:
                 try:
                     pid, listener, keepalive = _native.spawn(
                         self.argv[0], self.argv, env, self.cwd, fds,
-                        _FILTERS[self.disk.on], VFD_BASE)
+                        _FILTERS[self.disk.on], VFD_BASE, self.cluster.spec.private_pids)
                 except OSError as e:
+                    if self.cluster.spec.private_pids and e.errno == errno.EPERM:
+                        raise UnsupportedMachine(
+                            f"cannot start node {self.name} in a PID namespace of its own "
+                            "(machine pids private): making one needs CAP_SYS_ADMIN "
+                            "(run cmc as root)") from None
                     raise UnsupportedMachine(
                         f"cannot start node {self.name} under the seccomp filter: "
                         f"{e.strerror} (cmc needs Linux >= 5.9 with seccomp user "

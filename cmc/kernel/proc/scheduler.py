@@ -42,7 +42,7 @@ from ...errors import TargetError
 from ..calls.answer import ANSWERED, CONTINUE, Block, Err
 from ..calls.calllog import render
 from ..linux import _native, procfs
-from ..linux.procfs import task_children, task_ids, task_state
+from ..linux.procfs import task_children, task_cpu, task_ids, task_state
 from ..calls.handler import fd_arg
 from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
@@ -75,6 +75,7 @@ class Scheduler(Tasks):
         # The watchdog is real time per step: a node that keeps making calls that
         # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
         self._deadline = time.monotonic() + self.node.cluster.watchdog_s
+        self._starving = None                # (CPU seconds, extensions) at the deadline
         self.node.own()                      # a process lent to other worlds is forked first
         while True:
             if not self.alive:
@@ -262,7 +263,7 @@ class Scheduler(Tasks):
         as t.block, with the clock it blocked at). None: a FIRE tried for folding
         (`pausing`, time virtual) met a call that shows (calls/quiet.py) and stopped
         before answering it; the world is spoilt and its owner throws it away."""
-        if self.pausing and visible(t.notif):
+        if self.pausing and visible(t.notif, t.proc.pid):
             self.paused = t
             return None
         result = self.node.cluster.dispatch(t.proc, t.notif)
@@ -306,6 +307,9 @@ class Scheduler(Tasks):
                 if left > 0 and timeout_ms is not None:
                     return None
                 if time.monotonic() < self._deadline:
+                    continue
+                if self._starved():
+                    self._deadline = time.monotonic() + self.node.cluster.watchdog_s
                     continue
                 raise TargetError(self.node.cluster.where(self.node) + self._stuck() +
                                   f" for {self.node.cluster.watchdog_s:g} s without blocking in an "
@@ -443,6 +447,23 @@ class Scheduler(Tasks):
         if block.timeout_ns is None or not self.node.cluster.virtual:
             return block.timeout_ns
         return block.since + block.timeout_ns - self.node.cluster.net.clock
+
+    def _starved(self) -> bool:
+        """At the watchdog's deadline: whether the threads running are waiting for a CPU
+        (runnable, or in a short uninterruptible wait) rather than running, as on a
+        loaded machine: they used less than half the time in CPU since the deadline
+        before. The watchdog then waits once more, five times at most. A thread asleep
+        in a call cmc does not know is not starved: that stops the run as before."""
+        running = [t for t in self.threads.values() if t.notif is None]
+        seen = [task_cpu(t.proc.pid, t.tid) for t in running]
+        if not any(state in "RD" for state, _ in seen):
+            return False
+        cpu = sum(used for _, used in seen)
+        before, extended = self._starving or (None, 0)
+        self._starving = (cpu, extended + 1)
+        if extended >= 5:
+            return False
+        return before is None or cpu - before < self.node.cluster.watchdog_s / 2
 
     def _stuck(self) -> str:
         """Who kept running, for the watchdog's message."""

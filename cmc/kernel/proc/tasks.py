@@ -504,6 +504,17 @@ class Tasks:
         return {proc.pid} | {t.known for t in self.threads.values()
                              if t.proc is proc and t.tid == proc.pid and t.known}
 
+    def host_pid(self, pid: int) -> int:
+        """The pid, as cmc sees it, of the process (or group) a program of the node names
+        `pid`: under `machine pids private` the node numbers its processes in a
+        namespace of its own (procfs: NSpid); otherwise the same number."""
+        if not self.node.cluster.spec.private_pids or pid <= 0:
+            return pid
+        for proc in self.procs.values():
+            if procfs.ns_pid(proc.pid) == pid:
+                return proc.pid
+        return pid
+
     def give_way(self, tid: int) -> None:
         """Thread tid called sched_yield: it runs again only when no other thread
         can, after those that gave way before it."""

@@ -1,0 +1,70 @@
+"""Third-party services copied, not replayed (issue 33, acceptance 3): NATS, one server,
+and etcd, one member, are multi-threaded Go programs; each is checked with `--no-fast`
+(every world replayed from launch) and copied (the default), and the two runs must give
+the same output, byte for byte apart from timestamps (test_fast.both_ways), with worlds
+really copied (`copies` > 0 in the JSON report) and none replayed because it could not
+be copied (`replayed` empty). Slow: each test is two searches of a real service."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TEST_MODELS, counts
+from test_fast import both_ways
+
+NATS = "/usr/sbin/nats-server"
+ETCD = shutil.which("etcd")
+
+
+def _version(argv: list[str], pattern: str) -> str | None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except OSError:
+        return None
+    m = re.search(pattern, out.stdout + out.stderr)
+    return m.group(1) if m else None
+
+
+NATS_VERSION = _version([NATS, "--version"], r"v(\d+\.\d+\.\d+)")
+ETCD_VERSION = _version([ETCD, "--version"], r"etcd Version: (\d+\.\d+\.\d+)") if ETCD else None
+
+
+def copied_as_replayed(model, tmp_path, *args):
+    """Both ways, under the machine's memory bound; the copied run's JSON report."""
+    rc, out, fast = both_ways(model, tmp_path, "--max-memory", "3G", *args,
+                              fast_args=())
+    assert "nondeterminism" not in out, out[-2000:]
+    assert fast["copies"] > 0, fast
+    assert fast["replayed"] == {}, fast["replayed"]
+    return rc, out, fast
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NATS_VERSION is None, reason=f"{NATS} is not installed (Debian nats-server)")
+def test_nats_one_server_copied_as_replayed(tmp_path):
+    """test/models/nats_one.model: a subscriber and a publisher on one server, one
+    crash, under one clock."""
+    rc, out, fast = copied_as_replayed(TEST_MODELS / "nats_one.model", tmp_path)
+    assert rc == 0, out[-2000:]
+    assert "Model checking completed. No error has been found." in out
+    if NATS_VERSION == "2.9.10":    # the version these counts were found with
+        assert counts(out) == NATS_COUNTS
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ETCD is None, reason="etcd is not installed (Debian etcd-server)")
+def test_etcd_one_member_copied_as_replayed(tmp_path):
+    """test/models/etcd_one.model: a PUT over the v2 API, one crash, one FIRE."""
+    rc, out, fast = copied_as_replayed(TEST_MODELS / "etcd_one.model", tmp_path,
+                                       "-D", f"etcd={ETCD}")
+    assert rc == 0, out[-2000:]
+    assert "Model checking completed. No error has been found." in out
+    if ETCD_VERSION == "3.4.23":    # the version these counts were found with
+        assert counts(out) == ETCD_COUNTS
+
+
+NATS_COUNTS = (0, 0, 0)         # filled in below once measured
+ETCD_COUNTS = (82, 82, 5)
