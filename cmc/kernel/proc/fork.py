@@ -32,39 +32,25 @@ than give an answer replay would not.
 """
 from __future__ import annotations
 
-import fcntl
 import io
-import mmap
 import os
 import pickle
-import re
-import select
 import shutil
-import socket
-import stat
-import struct
-import termios
 import types
 
 from ...errors import EngineError
 from ...interrupts import interrupts_held
-from ..linux import _native, procfs
+from ..linux import _native
+from ..linux.syscalls_x86_64 import NAME
 from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
-from ..linux.syscalls_x86_64 import NAME
+from .copyplan import NotForkable, fd_plan, home_address, move_home, replace_fds
 from .tasks import Tap
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).
 REBIND_TIMEOUT_S = 5.0
-
-_KEEP_FLAGS = (os.O_ACCMODE | os.O_APPEND | os.O_NONBLOCK | os.O_DIRECTORY | os.O_NOFOLLOW
-               | os.O_DSYNC | os.O_SYNC | os.O_NOATIME | os.O_DIRECT | os.O_PATH)
-
-
-class NotForkable(Exception):
-    """This world cannot be copied by forking; replay it instead."""
 
 
 class ForkFailed(EngineError):
@@ -148,239 +134,6 @@ def load_record(saved: tuple[bytes, dict[int, object]]):
         return pickle.loads(data)
     finally:
         _SHARED.clear()
-
-
-# -- what a process holds ---------------------------------------------------------------
-def fd_plan(node) -> list[tuple]:
-    """What to do in a copy of node's process, per descriptor: ("file", fd, path,
-    flags, pos, cloexec), ("pipe", [(fd, read end?, flags, cloexec), ...]) for a pipe
-    both of whose ends are the process's, ("eventfd", fd, semaphore?, flags,
-    cloexec), ("epoll", fd, cloexec, [(target fd, events, data), ...]), for a node
-    `forkable` let be lent. Raises NotForkable."""
-    pid, cwd = node.tasks.pid, node.cwd
-    try:
-        plan, pipes, epolls = [], {}, []
-        for start, end, perms, offset, path, copied in procfs.file_mappings(pid):
-            if path.startswith((cwd + ".shm/", "/SYSV")):
-                raise NotForkable(f"node {node.name} maps a shared-memory object")
-            if not path.startswith(cwd + "/"):
-                continue                 # the program and its libraries: the same files
-            rel = path[len(cwd) + 1:]
-            if perms[3] == "p" and copied:
-                raise NotForkable(f"node {node.name} wrote to its private mapping of {rel}")
-            prot = (perms[0] == "r") | (perms[1] == "w") << 1 | (perms[2] == "x") << 2
-            plan.append(("map", start, end - start, offset, prot,
-                         mmap.MAP_SHARED if perms[3] == "s" else mmap.MAP_PRIVATE, rel))
-        fds = procfs.fds(pid)
-        for fd in fds:
-            target = procfs.fd_target(pid, fd)
-            if target.startswith("/"):
-                info = procfs.fdinfo(pid, fd)
-                flags = int(info["flags"], 8)
-                if target.startswith(cwd + ".shm/"):
-                    raise NotForkable(f"node {node.name} has a shared-memory object open")
-                inside = target == cwd or target.startswith(cwd + "/")
-                if not inside and flags & os.O_ACCMODE == os.O_WRONLY and flags & os.O_APPEND:
-                    continue                # stdout, stderr, logs: the copy appends too
-                if target.endswith(" (deleted)"):
-                    raise NotForkable(f"node {node.name} has a deleted file open")
-                mode = os.stat(procfs.fd_link(pid, fd)).st_mode
-                if stat.S_ISCHR(mode):
-                    continue                        # /dev/null and the like: no state
-                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    raise NotForkable(f"node {node.name} has {_kind(target)} open")
-                plan.append(("file", fd, target, flags & _KEEP_FLAGS, int(info["pos"]),
-                             bool(flags & os.O_CLOEXEC)))
-            elif target.startswith("pipe:"):
-                flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
-                pipes.setdefault(target, []).append(
-                    (fd, flags & os.O_ACCMODE == os.O_RDONLY, flags & os.O_NONBLOCK,
-                     bool(flags & os.O_CLOEXEC)))
-            elif target == "anon_inode:[eventfd]":
-                info = procfs.fdinfo(pid, fd)
-                flags = int(info["flags"], 8)
-                plan.append(("eventfd", fd, info.get("eventfd-semaphore") == "1",
-                             flags & os.O_NONBLOCK, bool(flags & os.O_CLOEXEC)))
-            elif target == "anon_inode:[eventpoll]":
-                flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
-                epolls.append(("epoll", fd, bool(flags & os.O_CLOEXEC),
-                               procfs.epoll_targets(pid, fd)))
-            elif target.startswith("socket:") and (lone := _lone_datagram(pid, fd, target)):
-                flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
-                plan.append(("unixdgram", fd, lone == "named", flags & os.O_NONBLOCK,
-                             bool(flags & os.O_CLOEXEC)))
-            else:
-                raise NotForkable(f"node {node.name} has {_kind(target)} open")
-        for ends in pipes.values():
-            if not any(read for _, read, _, _ in ends) or all(read for _, read, _, _ in ends):
-                raise NotForkable(f"node {node.name} has a pipe whose other end is not its own")
-            plan.append(("pipe", ends))
-        movable = {fd for _, ends in (p for p in plan if p[0] == "pipe") for fd, *_ in ends} \
-            | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram")}
-        for item in epolls:
-            for tfd, _, _ in item[3]:
-                if tfd not in movable:
-                    what = _kind(procfs.fd_target(pid, tfd)) if tfd in fds else \
-                        "a descriptor it closed"
-                    raise NotForkable(f"node {node.name} watches {what} with an epoll instance")
-        plan.extend(epolls)          # last: they watch what the others make
-    except (OSError, KeyError, ValueError, IndexError) as e:
-        raise NotForkable(f"cannot read the descriptors of node {node.name}: "
-                          f"{e.__class__.__name__}") from None
-    return plan
-
-
-def _kind(target: str) -> str:
-    """What a descriptor is, without the numbers that differ from run to run."""
-    return target.split(":[")[0] + (":[...]" if ":[" in target else "")
-
-
-def _lone_datagram(pid: int, fd: int, target: str) -> str:
-    """Whether the socket on fd of pid is an AF_UNIX datagram socket that no other
-    socket reaches: unconnected, with no name ("unnamed") or an automatic one
-    ("named": a runtime's socket kept for logging to the host, say), and nothing
-    queued; "" otherwise. A copy gets a new one like it (its automatic name differs;
-    nothing can send to either)."""
-    found = procfs.unix_socket(int(target[len("socket:["):-1]))
-    if found is None:
-        return ""
-    kind, state, name = found
-    if kind != socket.SOCK_DGRAM or state != 1 or not (name == "" or _AUTOBIND.match(name)):
-        return ""
-    mine = _native.getfd(pid, fd)
-    try:
-        if struct.unpack("i", fcntl.ioctl(mine, termios.FIONREAD, b"\0" * 4))[0]:
-            return ""
-    finally:
-        os.close(mine)
-    return "named" if name else "unnamed"
-
-
-_AUTOBIND = re.compile(r"@[0-9a-f]{5}$")
-
-
-def _readable(fd: int) -> bool:
-    """Whether an epoll instance has an event to report (without taking it)."""
-    p = select.poll()
-    p.register(fd, select.POLLIN)
-    return bool(p.poll(0))
-
-
-def home_address(node) -> int | None:
-    """Where, in node's memory, the value of HOME=<its directory> lies (the
-    environment block the kernel set up at exec), or None."""
-    env = procfs.environment(node.tasks.pid)
-    if env is None:
-        return None
-    env_start, block = env
-    entry = b"HOME=" + os.fsencode(node.cwd) + b"\0"
-    if block.startswith(entry):
-        return env_start + 5
-    at = block.find(b"\0" + entry)
-    return None if at < 0 else env_start + at + 1 + 5
-
-
-def _move_home(node, address: int | None) -> None:
-    """HOME is the node's directory (node.py): point the copy's at its own (as long
-    as the original's: fork_world checks)."""
-    if address is not None:
-        node.tasks.main.write(address, os.fsencode(node.cwd))
-
-
-def _replace_fds(node, plan, old_cwd: str, original: int) -> None:
-    """Give the copy its own open file descriptions, held call pending: files opened
-    again, pipes and eventfds made anew with what they hold (read from the original,
-    process `original`), epoll instances made anew watching those."""
-    nid = next(iter(node.tasks.threads.values())).notif.id   # any thread's: one fd table
-    listener = node.tasks.listener
-    made: dict[int, int] = {}        # the copy's fd -> cmc's descriptor of its new file
-    own: list[int] = []              # cmc's other descriptors of them
-    try:
-        for item in plan:
-            kind = item[0]
-            if kind == "file":
-                _, fd, path, flags, pos, cloexec = item
-                if path == old_cwd or path.startswith(old_cwd + "/"):
-                    path = node.cwd + path[len(old_cwd):]
-                src = os.open(path, flags | os.O_CLOEXEC)
-                try:
-                    if pos and not flags & os.O_PATH:
-                        os.lseek(src, pos, os.SEEK_SET)
-                    _native.place_fd(listener, nid, src, fd, cloexec)
-                finally:
-                    os.close(src)
-            elif kind == "pipe":
-                _, ends = item
-                r, w = os.pipe2(os.O_CLOEXEC)
-                own += (r, w)
-                _fill_pipe(original, ends, r, w)
-                for fd, read, nonblock, cloexec in ends:
-                    end = os.open(f"/proc/self/fd/{r if read else w}",
-                                  (os.O_RDONLY if read else os.O_WRONLY) | nonblock
-                                  | os.O_CLOEXEC)
-                    made[fd] = end
-                    _native.place_fd(listener, nid, end, fd, cloexec)
-            elif kind == "map":
-                continue                 # mapped again by the fork
-            elif kind == "unixdgram":
-                _, fd, named, nonblock, cloexec = item
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                made[fd] = sock.detach()
-                sock = socket.socket(fileno=made[fd])
-                if named:
-                    sock.bind("")            # an automatic name, as the original's
-                if nonblock:
-                    sock.setblocking(False)
-                sock.detach()
-                _native.place_fd(listener, nid, made[fd], fd, cloexec)
-            elif kind == "eventfd":
-                _, fd, semaphore, nonblock, cloexec = item
-                count = _eventfd_count(original, fd)
-                efd = os.eventfd(count, os.EFD_CLOEXEC | nonblock
-                                 | (os.EFD_SEMAPHORE if semaphore else 0))
-                made[fd] = efd
-                _native.place_fd(listener, nid, efd, fd, cloexec)
-            else:                    # epoll, after what it watches
-                _, fd, cloexec, targets = item
-                ep = select.epoll()
-                try:
-                    _native.epoll_fill(ep.fileno(), [(made[tfd], tfd, events, data)
-                                                     for tfd, events, data in targets])
-                    # An edge-triggered entry reports what is ready once, when added:
-                    # the original's did long ago. Taken here, so that the copy's
-                    # instance has an event to report only if the original's has.
-                    if targets:
-                        ep.poll(0, len(targets))
-                    theirs = _native.getfd(original, fd)
-                    try:
-                        if _readable(theirs) != _readable(ep.fileno()):
-                            raise NotForkable(f"node {node.name} has an epoll instance with "
-                                              "an event not taken yet")
-                    finally:
-                        os.close(theirs)
-                    _native.place_fd(listener, nid, ep.fileno(), fd, cloexec)
-                finally:
-                    ep.close()
-    finally:
-        for mine in [*made.values(), *own]:
-            os.close(mine)
-
-
-def _fill_pipe(original: int, ends, r: int, w: int) -> None:
-    """The new pipe (r, w) holds what the original's holds, as large a buffer."""
-    fd = next(fd for fd, read, *_ in ends if read)
-    src = _native.getfd(original, fd)
-    try:
-        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, fcntl.fcntl(src, fcntl.F_GETPIPE_SZ))
-        queued = struct.unpack("i", fcntl.ioctl(src, termios.FIONREAD, b"\0" * 4))[0]
-        if queued:
-            _native.tee(src, w, queued)
-    finally:
-        os.close(src)
-
-
-def _eventfd_count(original: int, fd: int) -> int:
-    return int(procfs.fdinfo(original, fd)["eventfd-count"], 16)
 
 
 # -- directories ----------------------------------------------------------------------
@@ -521,8 +274,8 @@ class Lease:
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
-        _replace_fds(node, plan, self.cwd, self.pid)
-        _move_home(node, home)
+        replace_fds(node, plan, self.cwd, self.pid)
+        move_home(node, home)
 
     def give_back(self, node) -> bool:
         """node's record is done with the lease (its world is closed). True when it was
