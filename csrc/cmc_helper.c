@@ -697,21 +697,37 @@ static int inject(int pid, const struct user_regs_struct *base, uint64_t ip, lon
     return inject6(pid, base, ip, nr, a, result);
 }
 
-static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
-                   const uint64_t a[6], long *result)
+/* Set stopped tracee pid about to make call nr(a) at the `syscall` at ip, from
+ * register set base, and single-step it into the call. */
+static int step_into_call(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                          const uint64_t a[6])
 {
     struct user_regs_struct r = *base;
     r.rip = ip; r.rax = nr; r.orig_rax = (uint64_t)-1;
     r.rdi = a[0]; r.rsi = a[1]; r.rdx = a[2]; r.r10 = a[3]; r.r8 = a[4]; r.r9 = a[5];
-    int st, e;
     if (ptrace(PTRACE_SETREGS, pid, 0, &r)) return -errno;
     if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) return -errno;
-    if ((e = wait_traced(pid, &st, 2000))) return e;
-    if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP || (st >> 16)) return -EPROTO;
+    return 0;
+}
+
+/* After the step: the call's result, once pid stands just past the `syscall` at ip. */
+static int call_result(int pid, uint64_t ip, long *result)
+{
+    struct user_regs_struct r;
     if (ptrace(PTRACE_GETREGS, pid, 0, &r)) return -errno;
     if (r.rip != ip + 2) return -EPROTO;
     *result = (long)r.rax;
     return 0;
+}
+
+static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                   const uint64_t a[6], long *result)
+{
+    int st, e;
+    if ((e = step_into_call(pid, base, ip, nr, a))) return e;
+    if ((e = wait_traced(pid, &st, 2000))) return e;
+    if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP || (st >> 16)) return -EPROTO;
+    return call_result(pid, ip, result);
 }
 
 /* inject6 for the copies of --fast, where a call may be one the filter notifies
@@ -722,12 +738,8 @@ static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, lo
 static int inject_notified(int tid, int listener, const struct user_regs_struct *base,
                            uint64_t ip, long nr, const uint64_t a[6], long *result, int *born)
 {
-    struct user_regs_struct r = *base;
-    r.rip = ip; r.rax = nr; r.orig_rax = (uint64_t)-1;
-    r.rdi = a[0]; r.rsi = a[1]; r.rdx = a[2]; r.r10 = a[3]; r.r8 = a[4]; r.r9 = a[5];
     int st, e;
-    if (ptrace(PTRACE_SETREGS, tid, 0, &r)) return -errno;
-    if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
+    if ((e = step_into_call(tid, base, ip, nr, a))) return e;
     for (int waited_ms = 0;;) {
         pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
         if (w < 0 && errno != EINTR) return -errno;
@@ -756,10 +768,7 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
         }
         waited_ms += 1;
     }
-    if (ptrace(PTRACE_GETREGS, tid, 0, &r)) return -errno;
-    if (r.rip != ip + 2) return -EPROTO;
-    *result = (long)r.rax;
-    return 0;
+    return call_result(tid, ip, result);
 }
 
 /* A call of tid whose argument `arg` points at len bytes: they are put at the
