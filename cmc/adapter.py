@@ -131,39 +131,58 @@ class _Tracked:
         """Time virtual: while nothing is in flight, the FIREs due that change nothing
         another node or a property sees are taken as part of the step just taken
         (docs/design.md, "One clock for the cluster"). A FIRE is known to be invisible
-        only once it ran, so it is tried on a copy of the world where one can be made,
-        else on the world itself; a try that meets a visible call spoils its world,
-        which is made again from launch (the same path, this world now known: the
+        only once it ran, so the fold runs them on this world with a copy of it kept
+        from before the first (where one can be made); a FIRE that meets a visible call
+        spoils the world, which is then the copy again with the invisible FIREs taken
+        once more (they do the same: the program is deterministic), or, without a
+        copy, made again from launch (the same path, this world now known: the
         owner's `visible_next`). A timer leading back to a world of this fold is a loop
         of idle ticks: the fold ends there."""
         seen: set[bytes] = set()
-        while (fire := self._c.foldable()) is not None:
-            fp = self._c.fingerprint()
-            if fp in self._owner.visible_next or fp in seen:
-                break
-            seen.add(fp)
-            twin = self.fork()            # CopyFailed: this world was spoilt, and closed
-            try:
-                invisible = (twin or self)._c.fold(fire)   # no copy: on this world
-            except (NotForkable, ForkFailed) as e:
-                if twin is not None:
-                    twin.close()
-                raise CopyFailed(str(e)) from None
-            if invisible:
-                if twin is not None:                  # the copy is this world now
-                    self._c, twin._c = twin._c, self._c
-                    twin.close()
+        kept: _Tracked | None = None      # this world before the first FIRE, copied
+        folded: list = []                 # the FIREs taken since
+        try:
+            while (fire := self._c.foldable()) is not None:
+                fp = self._c.fingerprint()
+                if fp in self._owner.visible_next or fp in seen:
+                    break
+                seen.add(fp)
+                if not seen - {fp}:
+                    kept = self.fork()    # CopyFailed: this world was spoilt, and closed
+                try:
+                    invisible = self._c.fold(fire)
+                except (NotForkable, ForkFailed) as e:
+                    raise CopyFailed(str(e)) from None
                 self._saved.clear()
-                self.ticks.append(fire.label)
-                continue
-            self._owner.visible_next.add(fp)
-            if twin is not None:
-                twin.close()
-            else:
-                self._rebuild()                       # the try spoilt this world
-            break
+                if invisible:
+                    folded.append(fire.key)
+                    self.ticks.append(fire.label)
+                    continue
+                self._owner.visible_next.add(fp)
+                if kept is None or not self._again(kept, folded):
+                    self._rebuild()                   # the try spoilt this world
+                kept = None
+                break
+        finally:
+            if kept is not None:
+                kept.close()
         if seen:
             self._c.compact()          # what the folded FIREs wrote (docs/design.md)
+
+    def _again(self, kept: "_Tracked", folded: list) -> bool:
+        """This world was spoilt by a visible FIRE: it becomes `kept`, the copy made
+        before the fold, with the FIREs folded so far taken again. False when they do
+        not fold the same way (the caller makes the world again from launch)."""
+        self._c, kept._c = kept._c, self._c
+        kept.close()                                  # the spoilt world
+        for key in folded:
+            fire = self._c.foldable()
+            try:
+                if fire is None or fire.key != key or not self._c.fold(fire):
+                    return False
+            except (NotForkable, ForkFailed):
+                return False
+        return True
 
     def _rebuild(self) -> None:
         """This world was spoilt by a FIRE that turned out visible: launch it again and

@@ -140,7 +140,7 @@ def test_fast_is_not_for_simulation(tmp_path):
 
 
 @pytest.mark.parametrize("model,args,rc", [
-    (MODELS / "durlog.model", ("--dfs", "10"), 0),
+    pytest.param(MODELS / "durlog.model", ("--dfs", "10"), 0, marks=pytest.mark.slow),
     (MODELS / "twopc.model", ("--dfs", "15", "-D", "bin=../demo/build/twopc-bug"), 1),
     (TEST_MODELS / "journal.model", ("--dfs", "10"), 0),
 ], ids=["durlog", "twopc-bug", "journal"])

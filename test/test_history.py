@@ -206,6 +206,7 @@ REDIS_MODEL = ROOT / "experiments" / "redis" / "linearizable.model"
 EVAL = "EVAL \\\"return tonumber(redis.call('get', KEYS[1]))\\\" 1 k\\r\\n"
 
 
+@pytest.mark.slow
 @needs_redis
 def test_redis_with_appendfsync_no_is_not_linearizable(tmp_path):
     """A CRASH after +OK loses the write from the page cache; bob, whose CONNECT

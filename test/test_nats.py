@@ -33,6 +33,7 @@ def _perl_hires() -> bool:
 
 VERSION = _version()
 pytestmark = [
+    pytest.mark.slow,                # half a minute to several: a search of three Go servers
     pytest.mark.skipif(VERSION is None, reason=f"{NATS} is not installed (Debian nats-server)"),
     pytest.mark.skipif(not _perl_hires(), reason="the model starts n1 and n2 through perl "
                                                  "with Time::HiRes, not installed"),
