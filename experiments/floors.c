@@ -1,8 +1,11 @@
 /* floors: the costs cmc cannot go below, measured natively on this machine.
  *
  *   floors launch N PROG ARGS...  fork+exec PROG with fd 3 on a pipe, wait for its
- *                                 first line on fd 3 (it has started), SIGKILL, reap;
- *                                 N times. Prints microseconds per launch.
+ *                                 first line on fd 3 (it has started), SIGKILL its
+ *                                 process group, reap; N times. Prints microseconds
+ *                                 per launch, or nan if the first launch wrote no
+ *                                 line within 5 s or exited first (a program that
+ *                                 writes no state on fd 3: no floor by this measure).
  *   floors notify N               one seccomp user-notification round trip (a child
  *                                 calls getppid N times, a C loop answers each).
  *                                 Prints microseconds per notification.
@@ -10,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -40,6 +44,7 @@ static int launch(int n, char **argv)
         if (pipe(p)) return 1;
         pid_t pid = fork();
         if (pid == 0) {
+            setpgid(0, 0);          /* its own group: a forking program dies whole */
             dup2(p[1], 3);
             int null = open("/dev/null", O_RDWR);
             dup2(null, 193);
@@ -48,12 +53,18 @@ static int launch(int n, char **argv)
             execv(argv[0], argv);
             _exit(127);
         }
+        setpgid(pid, pid);
         close(p[1]);
-        char c;
-        while (read(p[0], &c, 1) == 1 && c != '\n') {}
-        kill(pid, SIGKILL);
+        char c = 0;
+        struct pollfd w = { p[0], POLLIN, 0 };
+        while ((i > 0 || poll(&w, 1, 5000) == 1) && read(p[0], &c, 1) == 1 && c != '\n') {}
+        kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
         close(p[0]);
+        if (c != '\n') {           /* no line: timed out, or the program ended */
+            printf("nan\n");
+            return 0;
+        }
     }
     printf("%.1f\n", (now() - t0) / n * 1e6);
     return 0;
