@@ -26,6 +26,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -730,6 +731,21 @@ static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, lo
     return call_result(pid, ip, result);
 }
 
+/* A signalfd of SIGCHLD (which the callers block while they trace): readable when a
+ * traced task stops. Made once; -errno when it cannot be. */
+static int sigchld_fd(void)
+{
+    static int fd = -1;
+    if (fd < 0) {
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0) return -errno;
+    }
+    return fd;
+}
+
 /* inject6 for the copies of --fast, where a call may be one the filter notifies
  * (clone, sigaltstack, openat, a shared writable mmap under a disk model): its
  * notification is let through (CONTINUE) -- every other process on the listener
@@ -740,7 +756,11 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
 {
     int st, e;
     if ((e = step_into_call(tid, base, ip, nr, a))) return e;
-    for (int waited_ms = 0;;) {
+    int chld = sigchld_fd();
+    if (chld < 0) return chld;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
         pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
         if (w < 0 && errno != EINTR) return -errno;
         if (w == tid) {
@@ -755,9 +775,20 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
             if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;  /* stepped */
             return -EPROTO;
         }
-        if (waited_ms >= 2000) return -ETIMEDOUT;
-        struct pollfd pf = { listener, POLLIN, 0 };
-        if (poll(&pf, 1, 1) == 1) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = 2000 - ((now.tv_sec - start.tv_sec) * 1000
+                            + (now.tv_nsec - start.tv_nsec) / 1000000);
+        if (left <= 0) return -ETIMEDOUT;
+        /* woken by the call's notification, or by the stop (SIGCHLD, blocked, read on
+         * a signalfd) */
+        struct pollfd pf[2] = { { listener, POLLIN, 0 }, { chld, POLLIN, 0 } };
+        if (poll(pf, 2, (int)left) < 0 && errno != EINTR) return -errno;
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(chld, &si, sizeof si) == sizeof si) {}
+        }
+        if (pf[0].revents & POLLIN) {
             struct cmc_notif n;
             if ((e = cmc_recv(listener, &n))) return e;
             if ((int)n.pid != tid || n.nr != nr) {
@@ -766,7 +797,6 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
             }
             if ((e = cmc_respond(listener, n.id, 0, 0, 1))) return e;
         }
-        waited_ms += 1;
     }
     return call_result(tid, ip, result);
 }
@@ -1022,33 +1052,58 @@ int cmc_tee(int in, int out, int64_t len)
     return 0;
 }
 
+struct fill_args {
+    int epfd, n, top;
+    const int *src, *num;
+    const uint32_t *events;
+    const uint64_t *data;
+    int *moved;                  /* the child's copies of src[], out of the way */
+};
+
+/* The child of cmc_epoll_fill: it shares cmc's memory (CLONE_VM) but has a table of
+ * descriptors of its own, where each file can be put at its number. System calls
+ * only, on its own stack. */
+static int fill_main(void *p)
+{
+    const struct fill_args *a = p;
+    /* out of the way of every number to be used, then each at its number */
+    int ep = fcntl(a->epfd, F_DUPFD, a->top + 1);
+    if (ep < 0) return 1;
+    for (int i = 0; i < a->n; i++)
+        if ((a->moved[i] = fcntl(a->src[i], F_DUPFD, a->top + 1)) < 0) return 1;
+    for (int i = 0; i < a->n; i++) {
+        struct epoll_event ev = { .events = a->events[i], .data.u64 = a->data[i] };
+        if (dup2(a->moved[i], a->num[i]) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, a->num[i], &ev))
+            return 2;
+    }
+    return 0;
+}
+
 int cmc_epoll_fill(int epfd, int n, const int *src, const int *num, const uint32_t *events,
                    const uint64_t *data)
 {
     if (n < 0 || n > 4096) return -EINVAL;
-    int top = epfd;
+    int *moved = calloc((size_t)n + 1, sizeof *moved);
+    if (!moved) return -ENOMEM;
+    struct fill_args a = { epfd, n, epfd, src, num, events, data, moved };
     for (int i = 0; i < n; i++) {
-        if (src[i] > top) top = src[i];
-        if (num[i] > top) top = num[i];
+        if (src[i] > a.top) a.top = src[i];
+        if (num[i] > a.top) a.top = num[i];
     }
-    pid_t c = fork();
-    if (c < 0) return -errno;
-    if (c == 0) {
-        /* out of the way of every number to be used, then each at its number */
-        int ep = fcntl(epfd, F_DUPFD, top + 1);
-        if (ep < 0) _exit(1);
-        for (int i = 0; i < n; i++) {
-            int moved = fcntl(src[i], F_DUPFD, top + 1);
-            if (moved < 0) _exit(1);
-            ((int *)src)[i] = moved;      /* the child's own copy of the array */
-        }
-        for (int i = 0; i < n; i++) {
-            struct epoll_event ev = { .events = events[i], .data.u64 = data[i] };
-            if (dup2(src[i], num[i]) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, num[i], &ev))
-                _exit(2);
-        }
-        _exit(0);
+    static char *stack;
+    if (!stack) {
+        stack = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED) { stack = NULL; free(moved); return -ENOMEM; }
     }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);    /* no handler of cmc's runs in the child */
+    pid_t c = clone(fill_main, stack + 64 * 1024, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    int e = c < 0 ? -errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    free(moved);                                  /* the child is gone (CLONE_VFORK) */
+    if (c < 0) return e;
     int st;
     while (waitpid(c, &st, 0) < 0)
         if (errno != EINTR) return -errno;
