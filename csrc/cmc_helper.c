@@ -781,9 +781,10 @@ static int inject_notified(int tid, int listener, const struct user_regs_struct 
                             + (now.tv_nsec - start.tv_nsec) / 1000000);
         if (left <= 0) return -ETIMEDOUT;
         /* woken by the call's notification, or by the stop (SIGCHLD, blocked, read on
-         * a signalfd) */
+         * a signalfd); in slices of 2 ms, since in a process of several threads (a Ray
+         * actor) another thread may take the SIGCHLD */
         struct pollfd pf[2] = { { listener, POLLIN, 0 }, { chld, POLLIN, 0 } };
-        if (poll(pf, 2, (int)left) < 0 && errno != EINTR) return -errno;
+        if (poll(pf, 2, left < 2 ? (int)left : 2) < 0 && errno != EINTR) return -errno;
         if (pf[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             while (read(chld, &si, sizeof si) == sizeof si) {}
