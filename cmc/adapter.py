@@ -147,7 +147,7 @@ class _Tracked:
                 if fp in self._owner.visible_next or fp in seen:
                     break
                 seen.add(fp)
-                if not seen - {fp}:
+                if len(seen) == 1:           # before the fold's first FIRE
                     kept = self.fork()    # CopyFailed: this world was spoilt, and closed
                 try:
                     invisible = self._c.fold(fire)

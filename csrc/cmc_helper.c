@@ -945,7 +945,7 @@ static int remap(int tid, int listener, const struct user_regs_struct *b, int nm
     return 0;
 }
 
-int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64_t *held,
+int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
                      const struct cmc_remap *maps, int *out)
 {
@@ -958,7 +958,6 @@ int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64
     int *made = calloc((size_t)n, sizeof *made);     /* the copy's threads */
     int seized = 0, stopped = 0, st, e = 0, child = 0;
     long res;
-    (void)pid;
     if (!ts || !made) { e = -ENOMEM; goto out; }
     /* EXITKILL: should cmc die while it holds them, the node and its copy die too.
      * The copy is traced from its birth (TRACEFORK and TRACECLONE pass the options

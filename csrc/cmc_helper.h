@@ -98,7 +98,7 @@ int cmc_getfd(int pid, int fd);
  * Returns the count or -errno. */
 int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
 
-/* Fork node process pid, whose n threads tids[] are each held in a notification
+/* Fork a node process, whose n threads tids[] are each held in a notification
  * (held[]), by injecting clone(CLONE_PARENT) at the first one's system call, then
  * in the copy one clone(CLONE_THREAD) per other thread, each given its original's
  * registers, signal mask, alternate signal stack, robust list, rseq area and
@@ -115,7 +115,7 @@ struct cmc_remap {
     int32_t prot, flags;
     const char *path;         /* the copy's file, mapped at start in its place */
 };
-int cmc_fork_threads(int pid, int listener, int n, const int *tids, const uint64_t *held,
+int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
                      const struct cmc_remap *maps, int *out);
 

@@ -84,11 +84,16 @@ def sys_host(call):
     return _refuse(call, REFUSED[NAME[call.nr]])
 
 
+def _alone(call) -> bool:
+    """`machine pids private`: every process or group the node can name is its own (its
+    PID namespace holds its processes only), so no id needs checking."""
+    return call.node.cluster.spec.private_pids
+
+
 def _check_pid(call, pid: int, what: str):
     """CONTINUE when pid (0: the caller) is the node's, ESRCH when there is none, else
-    the refusal. Under `machine pids private` every pid a node can name is its own (its
-    PID namespace holds its processes only)."""
-    if pid == 0 or call.node.cluster.spec.private_pids:
+    the refusal."""
+    if pid == 0 or _alone(call):
         return CONTINUE
     mine = _node_pid(call, pid) if pid > 0 else None
     if mine is None and pid > 0:
@@ -106,7 +111,7 @@ def sys_kill(call):
     """kill(pid, sig): a process of the node, its own group (0), or a group of the
     node's (-pgid); never every process the caller may signal (-1) or one outside."""
     pid = signed(call.args[0])
-    if call.node.cluster.spec.private_pids:
+    if _alone(call):
         return CONTINUE          # -1 too: every process of its namespace, the node's
     if pid == -1:
         return _refuse(call, "signals every process it may (pid -1)")
@@ -133,11 +138,9 @@ def sys_priority(call):
     if which == user:
         return _refuse(call, "changes the priority of every process of a user")
     if which == group:
-        return CONTINUE if who == 0 or who in _groups(call) \
-            or call.node.cluster.spec.private_pids else \
+        return CONTINUE if who == 0 or _alone(call) or who in _groups(call) else \
             _refuse(call, f"changes the priority of process group {who}, which is not the node's")
     return _check_pid(call, who, "changes the priority of")
-
 
 
 @handles("tkill", "tgkill")

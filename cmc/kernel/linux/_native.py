@@ -160,9 +160,9 @@ def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
     return [(events[i], data[i]) for i in range(got)]
 
 
-def fork_node(pid: int, listener: int, threads: list[tuple[int, int, int]], cwd: str,
+def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
               maps: list[tuple[int, int, int, int, int, str]] = ()) -> list[int]:
-    """Fork node process pid, each of whose threads (tid, held notification id,
+    """Fork a node process, each of whose threads (tid, held notification id,
     clear_child_tid address) is held (see cmc_fork_threads); the copy works in cwd,
     its mappings `maps` (start, length, offset, prot, flags, the copy's file) mapped
     again. Returns the copy's thread ids in the order of `threads` (the first: its
@@ -178,7 +178,7 @@ def fork_node(pid: int, listener: int, threads: list[tuple[int, int, int]], cwd:
     for r, m, path in zip(remaps, maps, paths):
         r.start, r.len, r.offset, r.prot, r.flags = m[:5]
         r.path = path
-    _check(lib.cmc_fork_threads(pid, listener, n, tids, held, ctids, os.fsencode(cwd),
+    _check(lib.cmc_fork_threads(listener, n, tids, held, ctids, os.fsencode(cwd),
                                 len(maps), remaps, out))
     return list(out)
 

@@ -258,7 +258,7 @@ class Lease:
         maps = [(*m[1:6], os.path.join(cwd, m[6])) for m in plan if m[0] == "map"]
         with interrupts_held():               # no process started and not recorded
             try:
-                tids = _native.fork_node(self.pid, self.tap.fd, threads, cwd, maps)
+                tids = _native.fork_node(self.tap.fd, threads, cwd, maps)
             except OSError as e:
                 self.spoilt = (f"fork of node {node.name} (pid {self.pid}, "
                                f"{len(threads)} thread(s)) failed: {e.strerror}")
