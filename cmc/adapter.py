@@ -110,6 +110,7 @@ class _Tracked:
         self.shift = shift
         self.ticks: list[str] = []      # the FIREs folded into the last step (labels)
         self.not_copied = ""            # why the last fork() gave None
+        self._taken = None              # the kernel's action last applied (--por)
 
     def actions(self) -> list[Action]:
         return [engine_action(a) for a in self._c.actions()]
@@ -118,13 +119,15 @@ class _Tracked:
         self._saved.clear()
         self.ticks = []
         try:
-            action = engine_action(self._c.apply(key))
+            taken = self._c.apply(key)
         except (NotForkable, ForkFailed) as e:
             # A node this step runs is lent to other worlds and could not be forked
             # (fork.Lease.take): the step is taken again on a replay.
             raise CopyFailed(str(e)) from None
+        action = engine_action(taken)
         self.path += (key,)
         self.fold()
+        self._taken = (taken, frozenset(self._c.net.reads))
         return action
 
     def fold(self) -> None:
@@ -207,6 +210,12 @@ class _Tracked:
 
     def parts(self):
         return self._c.parts()
+
+    def traits(self) -> dict:
+        return self._c.traits()
+
+    def changed(self, before: dict) -> frozenset[str]:
+        return self._c.changed(before, *self._taken)
 
     def drain(self) -> dict:
         """Each node's emulated calls and stdout/stderr since the last drain:

@@ -16,6 +16,7 @@ import time
 
 from .adapter import ClusterModel, cluster_spec, engine_properties
 from .engine.bfs import BreadthFirst
+from .engine.por import PorCheckFailed, ReducedBreadthFirst
 from .engine.dfs import DepthFirst
 from .engine.model import EngineLimit, Outcome, Stats
 from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
@@ -153,6 +154,9 @@ def check(args, run: Run) -> Outcome:
         merges = getattr(search, "merges", None)
         if merges is not None:
             reporter.say(merges.summary())
+        if outcome.stats.reduced is False:
+            reporter.say("--por: the model's action or eventually properties read every "
+                         "transition, so none was skipped (the search is the full one)")
         if outcome.verdict == "ok":
             return outcome
         if outcome.trace:
@@ -228,7 +232,7 @@ def _engine(fn):
     """Run an engine call; its own exceptions become EngineError (exit 3)."""
     try:
         return fn()
-    except (Nondeterminism, EngineLimit) as e:
+    except (Nondeterminism, EngineLimit, PorCheckFailed) as e:
         raise EngineError(str(e)) from None
 
 
@@ -263,6 +267,9 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
     if args.simulate:
         return Simulation(system_model, props, reporter, seed=run.seed,
                           walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)
+    if args.por:
+        return ReducedBreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
+                                   fast=args.fast, check_por=args.check_por, **common)
     return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
                         fast=args.fast, check_merges=args.check_merges, **common)
 

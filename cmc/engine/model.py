@@ -126,6 +126,11 @@ class Stats:
     # a copy failed), by why (System.not_copied, or what failed)
     replayed: dict[str, int] = field(default_factory=dict)
     workers: dict | None = None  # --workers/--ray: the workers' accounts (parallel.py)
+    # --por: whether the search was reduced (None: --por not asked for; False: the
+    # model's properties read transitions, so none was skipped), and the transitions
+    # it skipped (enabled in a world, not taken from it: por.py)
+    reduced: bool | None = None
+    slept: int = 0
 
 
 @dataclass

@@ -8,6 +8,7 @@ resets, timeouts and kills, and computes what a world is (docs/target-contract.m
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -338,6 +339,7 @@ class Cluster:
         self.step += 1
         self.step_label = f"<{action.label}>"
         net = self.net
+        net.reads = set()
         match action:
             case MessageAction(kind="DELIVER"):
                 self._tell(net.deliver(net.connection(action.conn), action.side, action.index))
@@ -556,3 +558,89 @@ class Cluster:
             **({"history": [dict(op) for op in self.history]} if self.spec.history else {}),
             **({"clock_ns": self.net.clock} if self.virtual else {}),
         }
+
+    # -- partial-order reduction (docs/design.md, "Partial-order reduction") ---------
+    def traits(self) -> dict:
+        """The world in the parts --por tells apart (`changed`): every node; every
+        connection, as its condition, each end, and each channel; the ports each node
+        holds (its connections and UDP sockets: a new one takes the lowest free); the
+        datagrams in flight between two addresses; the listeners and the UDP sockets on
+        each port (a lookup reads those of its port); every client; each budget; the
+        replies; and "", the clock (time virtual), which every action reads."""
+        nodes, conns, dgrams, udp, listeners, clients, budgets, replies = self._world()
+        out: dict = {f"node {n[0]!r}": n for n in nodes}
+        out.update((f"client {c[0]!r}", c) for c in clients)
+        ports: dict[str, list] = {}
+        for c in conns:
+            key = c[0]
+            out[f"connection {key!r}"] = (c[1], c[2])
+            out[f"connection {key!r} end 0"] = c[5]
+            out[f"connection {key!r} end 1"] = c[6]
+            out[f"connection {key!r} channel 0"] = _Channel(c[3])
+            out[f"connection {key!r} channel 1"] = _Channel(c[4])
+            ports.setdefault(key[0], []).append(key)
+        for u in udp:
+            ports.setdefault(str(u[1]), []).append(u[0])
+            out.setdefault(f"UDP :{_port(u[0])}", []).append(u)
+        out.update((f"ports {owner}", held) for owner, held in ports.items())
+        for d in dgrams:
+            out[f"datagrams {d[:3]!r}"] = _Channel(out.get(f"datagrams {d[:3]!r}", _Channel(()))
+                                                   .items + (d,))
+        for item in listeners:
+            out.setdefault(f"listeners :{_port(item[0])}", []).append(item)
+        out.update((f"budget {kind}", left) for kind, left in budgets)
+        out["replies"] = replies
+        out[""] = self.net.clock
+        return out
+
+    def changed(self, before: dict, action: Action, reads: frozenset[str]) -> frozenset[str]:
+        """The parts of the world (`traits`) the step just taken from `before` read or
+        changed: those that differ, where a channel (or the datagrams between two
+        addresses) that lost messages counts as taken from (" take") and one that
+        gained some as sent to (" put"), which commute, and a budget only when its last
+        unit was spent (two spenders commute while there is enough for both); the
+        node it delivered to,
+        fired or crashed; `reads`, the tables of listeners or UDP sockets it looked up
+        (a connection refused, a bind that failed: Network.reads as the step left it)."""
+        after = self.traits()
+        out = set()
+        for part in before.keys() | after.keys():
+            old, new = before.get(part), after.get(part)
+            if old == new:
+                continue
+            if part.startswith("budget ") and new:
+                continue        # spent, not the last: another spender is still enabled
+            if isinstance(old, _Channel) or isinstance(new, _Channel):
+                lost, gained = (old or _Channel(())).compare(new or _Channel(()))
+                if old is None or new is None:      # made or gone with its connection
+                    lost = gained = True
+                out.update(part + what for what, did in ((" take", lost), (" put", gained)) if did)
+            else:
+                out.add(part)
+        name = getattr(action, "dst", None) or getattr(action, "name", None)
+        if any(n.name == name for n in self.nodes):
+            out.add(f"node {name!r}")
+        out.update(reads)
+        return frozenset(out)
+
+
+class _Channel:
+    """Messages in flight, compared as a multiset: a step that took some and one that
+    put others commute (a FIFO's head is not its tail while a delivery is enabled)."""
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple):
+        self.items = tuple(items)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Channel) and self.items == other.items
+
+    def compare(self, new: "_Channel") -> tuple[bool, bool]:
+        """(some message of this one is not in new, new has one this one has not)."""
+        left = collections.Counter(self.items)
+        left.subtract(new.items)
+        return any(v > 0 for v in left.values()), any(v < 0 for v in left.values())
+
+
+def _port(addr: str) -> str:
+    return addr.rsplit(":", 1)[-1]

@@ -61,6 +61,8 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
     data["depth"] = st.depth
     data["copies"] = st.copies
     data["replayed"] = dict(sorted(st.replayed.items()))
+    if st.reduced is not None:
+        data["por"] = {"reduced": st.reduced, "skipped": st.slept}
     data["workers"] = st.workers
     data["bounded"] = outcome.bounded
     if outcome.verdict == "ok":

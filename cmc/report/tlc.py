@@ -249,8 +249,9 @@ class TlcReporter:
             self.say(f"The number of states generated: {st.generated}")
             self.say(f"Simulation using seed {self.seed} and aril 0")
             self.say(simulation_progress(st))
-        self.say(f"{st.generated} states generated, {st.distinct} distinct states found, "
-                 f"{st.queue} states left on queue.")
+        reduced = " (reduced by --por)" if st.reduced else ""
+        self.say(f"{st.generated} states generated{reduced}, {st.distinct} distinct states "
+                 f"found, {st.queue} states left on queue.")
         self.say(f"The depth of the complete state graph search is {st.depth}.")
         self.end()
 

@@ -185,6 +185,9 @@ class Network:
         self.udp: dict[Addr, tuple[int, Sock]] = {}     # bound UDP sockets
         self.channel_cap = channel_cap
         self._serial = 0
+        # --por: tables a step looked up without necessarily changing them (cleared by
+        # Cluster.apply; Cluster.touched)
+        self.reads: set[str] = set()
 
     # -- lookups -------------------------------------------------------------
     def listener_for(self, addr: Addr):
@@ -193,6 +196,7 @@ class Network:
         virtual sockets"; an IPV6_V6ONLY socket
         only IPv6 ones); among equals, the first bound (SO_REUSEPORT)."""
         ip, port = addr
+        self.reads.add(f"listeners :{port}")
         listening = [(o, s) for o, s in self.tcp if s.listening and s.local[1] == port]
         for o, s in listening:
             if s.local[0] == ip:
@@ -206,6 +210,7 @@ class Network:
         """Would binding (or listening on) addr clash with another TCP socket?
         As on Linux: not when both sockets set SO_REUSEPORT, nor at bind time when
         both set SO_REUSEADDR and the other one is not listening."""
+        self.reads.add(f"listeners :{addr[1]}")
         for _, other in self.tcp:
             if other is sock or other.local[1] != addr[1]:
                 continue
@@ -226,10 +231,12 @@ class Network:
         self.tcp = [(o, s) for o, s in self.tcp if s is not sock]
 
     def udp_in_use(self, addr: Addr) -> bool:
+        self.reads.add(f"UDP :{addr[1]}")
         return addr in self.udp
 
     def udp_for(self, addr: Addr):
         ip, port = addr
+        self.reads.add(f"UDP :{port}")
         for cand in ((ip, port), ("0.0.0.0", port), ("::", port)):
             if cand in self.udp:
                 return self.udp[cand]

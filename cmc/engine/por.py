@@ -1,0 +1,229 @@
+"""--por: breadth-first search with sleep sets over footprints observed, never guessed
+(docs/design.md, "Partial-order reduction").
+
+Every step is taken on real processes, so cmc sees what it touched: the world as parts
+(`System.traits`: a digest per node, and one part "" for what belongs to the world as a
+whole: budgets, replies and clients, the clock, which connections exist and in what
+condition) before and after, and the node the action acted on (`System.touched`). A
+step's *footprint* is the parts that differ, with that node. Two steps commute when
+neither footprint holds "" and the nodes in them are disjoint: each ran nodes the other
+did not, sent nothing that made or reset a connection, answered no client, spent no
+budget and did not move the clock. Taken in either order from one world they reach the
+same world (for a deterministic program; replay checks that on every world it visits).
+
+Sleep sets (Godefroid, "Partial-Order Methods for the Verification of Concurrent
+Systems", ch. 5, with state matching): when world s is expanded its actions are taken in
+order; the world reached by the i-th, t_i, gets as its sleep set the actions of s's own
+sleep set and t_1..t_{i-1} whose footprints commute with t_i's. An action asleep in a
+world is not taken from it: the world it would lead to is reached by taking it first
+from an earlier world, and then the other action. A world reached again with a sleep
+set that lacks some of its own loses those from it, and if it was expanded already,
+it is expanded again for them alone.
+
+Every world is still reached, and at its shortest depth (docs/design.md says why): the
+distinct count, the depth, every verdict of a state property (invariant, witness,
+linearizable, quiescent) and the length of every shortest counterexample are those of
+the full search; the generated count is that of the transitions taken. `action` and
+`eventually` properties read transitions, which sleep sets skip: a model with either
+keeps them all (the search is then the full one, and says so).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from .bfs import BreadthFirst
+from .model import Outcome
+from .replay import replay, steps_by_copy
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a step touched: the parts of the world it read or changed (System.traits'
+    names; "" the world as a whole), and whether it led back to the world it was
+    taken from."""
+    parts: frozenset
+    loop: bool
+
+    def commutes(self, other: "Footprint") -> bool:
+        return ("" not in self.parts and "" not in other.parts
+                and self.parts.isdisjoint(other.parts))
+
+
+class PorCheckFailed(Exception):
+    """--check-por: a transition the reduction skipped led to a world it never reached."""
+
+
+class ReducedBreadthFirst(BreadthFirst):
+    """BreadthFirst with sleep sets. `check_por`: also take every transition skipped
+    (not counted) and require, at the end, that each led to a world the search reached."""
+
+    def __init__(self, *args, check_por: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a model whose properties read transitions keeps them all
+        self.reduce = not self.transition_props and not self.live.props
+        self.stats.reduced = self.reduce
+        self.asleep: dict[bytes, dict[tuple, Footprint]] = {}
+        self.expanded: set[bytes] = set()
+        self.again: dict[bytes, set] = {}      # expanded worlds queued again: for these keys
+        self.check = check_por
+        self.landings: list[tuple[bytes, tuple, bytes]] = []   # --check-por
+        self._at: tuple | None = None          # (world, its traits) while it is expanded
+        self._steps: dict[tuple, Footprint] = {}
+
+    def _run(self) -> Outcome:
+        system, fp0, _, outcome = self.begin()
+        if outcome is not None:
+            return outcome
+        self.asleep[fp0] = {}
+        queue = deque([fp0])
+        held = system
+        try:
+            while queue:
+                fp = queue.popleft()
+                self.stats.queue = len(queue)
+                outcome = self.expand(fp, held, queue)
+                held = None
+                if outcome is not None:
+                    self.stats.queue = len(queue)
+                    return outcome
+                self.tick(len(queue))
+        finally:
+            if held is not None:
+                held.close()
+        self.verify_landings()
+        return self.finish()
+
+    def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
+        depth = self.parent[fp][2]
+        first = fp not in self.expanded
+        if self.max_depth is not None and depth >= self.max_depth:
+            if held is not None:
+                held.close()
+            self.stats.unexplored += first
+            self.expanded.add(fp)
+            return None
+        only = None if first else self.again.pop(fp, set())
+        self.expanded.add(fp)
+        held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
+        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
+        if first:
+            # With no DELIVER enabled the quiescence rule needs every FIRE's outcome:
+            # those are taken, asleep or not.
+            idle = not any(a.moves_messages for a in actions)
+            take = [a for a in actions if a.key not in base or (idle and a.fires)]
+        else:
+            take = [a for a in actions if a.key in only]
+        taken = {a.key for a in take}
+        skipped = [a for a in actions if a.key not in taken] if first else []
+        self.stats.slept += len(skipped)
+        checked = skipped if self.check else []
+        todo = take + checked
+        if not todo:
+            if actions:
+                held.close()
+            return self.merge_reduced(fp, view, depth, actions, base, first, iter(()), queue)
+        self._at = (fp, held.traits())
+        self._steps = {}
+        if self.fast:
+            successors = self._copied(held, keys, fps, todo, depth, {a.key for a in checked})
+        else:
+            successors = self._replayed(held, keys, fps, todo)
+        return self.merge_reduced(fp, view, depth, actions, base, first, successors, queue,
+                                  {a.key for a in checked})
+
+    # -- taking the steps ------------------------------------------------------------
+    def step(self, system, keys, fps, key, close: bool = True):
+        label, fp2, view2 = super().step(system, keys, fps, key, close=False)
+        try:
+            at, before = self._at
+            self._steps[key] = Footprint(system.changed(before), fp2 == at)
+        finally:
+            if close:
+                system.close()
+        return label, fp2, view2
+
+    def _replayed(self, held, keys, fps, todo):
+        for i, action in enumerate(todo):
+            system = held if i == 0 else replay(self.model, keys, fps)[0]
+            _, fp2, view2 = self.step(system, keys, fps, action.key)
+            yield action.key, fp2, view2, fp2
+
+    def _copied(self, held, keys, fps, todo, depth, checked: set):
+        def step(system, key):
+            return self.step(system, keys, fps, key, close=False)
+        for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
+                                                          [a.key for a in todo], step,
+                                                          self.stats):
+            if fp2 in self.parent or key in checked:
+                system.close()
+            else:
+                self.keep(fp2, system, depth + 1)
+            yield key, fp2, view2, fp2
+
+    # -- what the steps found ----------------------------------------------------------
+    def merge_reduced(self, fp: bytes, view: dict, depth: int, actions: list, base: dict,
+                      first: bool, successors, queue: deque,
+                      checked: frozenset | set = frozenset()) -> Outcome | None:
+        enabled = {a.key: a for a in actions}
+        busy = any(a.moves_messages for a in actions)
+        done: list[tuple[tuple, Footprint]] = []       # taken from this world, in order
+        for key, fp2, view2, item in successors:
+            action = enabled[key]
+            step = self._steps.pop(key)
+            if key in checked:
+                self.stats.generated -= 1             # not a transition of the search
+                self.landings.append((fp, key, fp2))
+                continue
+            if action.fires and fp2 != fp:
+                busy = True
+            bad = self.check_transition(view, view2)
+            if bad:
+                return self.violation(bad, fp, key)
+            sleep = {k: f for k, f in [*base.items(), *done] if k != key and f.commutes(step)}
+            done.append((key, step))
+            if fp2 not in self.parent:
+                self.found(fp2, fp, key, depth + 1)
+                self.asleep[fp2] = sleep
+                bad = self.check_state(fp2, view2)
+                if bad:
+                    return self.violation(bad, fp2)
+                queue.append(item)
+            else:
+                self.arrive(fp2, sleep, queue)
+        if first and not busy:
+            bad = self.check_quiescent(view)
+            if bad:
+                return self.violation(bad, fp)
+        return None
+
+    def arrive(self, fp: bytes, sleep: dict, queue: deque) -> None:
+        """World fp, found before, reached again with sleep set `sleep`: what its own
+        holds and this one lacks is taken from it (now, or when it is expanded)."""
+        own = self.asleep.get(fp)
+        if not own:
+            return
+        missing = own.keys() - sleep.keys()
+        if not missing:
+            return
+        self.asleep[fp] = {k: f for k, f in own.items() if k in sleep}
+        if fp in self.expanded:
+            pending = self.again.get(fp)
+            if pending is None:
+                self.again[fp] = set(missing)
+                queue.append(fp)
+            else:
+                pending |= missing
+
+    def verify_landings(self) -> None:
+        for fp, key, fp2 in self.landings:
+            if fp2 not in self.parent:
+                keys, fps = self.path(fp)
+                steps = self.trace(keys + [key], fps)
+                raise PorCheckFailed(
+                    f"--check-por: the step <{steps[-1].label}> skipped from state "
+                    f"{len(keys) + 1} of the path below leads to a world the reduced search "
+                    "never reached: two steps taken as commuting do not (a footprint missed "
+                    "something they share)\n" + "\n".join(
+                        f"  {i}: {s.label or '<Initial predicate>'}"
+                        for i, s in enumerate(steps, 1)))

@@ -1,0 +1,134 @@
+"""How far sleep sets can go on a model: the full breadth-first search's state graph
+(every world and every transition, by fingerprint), then the sleep-set search run
+again on that graph with an oracle for commuting -- two actions enabled in a world
+commute there when each stays enabled after the other and both orders reach the same
+world -- against what --por's observed footprints give (docs/performance.md, "Partial-
+order reduction").
+
+    python3 experiments/por_bound.py models/raft.model [more models] [-D name=value ...]
+
+Prints, per model: the full search's transitions, the sleep-set search's with the
+oracle (the most sleep sets can skip in this order of actions), and --por's.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from cmc.engine import bfs  # noqa: E402
+
+
+def graph(model: str, defines: list[str]) -> tuple[bytes, dict]:
+    """The full search's graph: initial world, and world -> [(action key, world)] in
+    the order the search took them."""
+    edges: dict[bytes, list] = {}
+    first: list[bytes] = []
+    merge = bfs.BreadthFirst.merge
+
+    def recording(self, fp, view, depth, actions, fair_key, successors, queue):
+        if not first:
+            first.append(next(iter(self.parent)))
+        out = edges.setdefault(fp, [])
+
+        def seen():
+            for item in successors:
+                out.append((item[0], item[1]))
+                yield item
+        return merge(self, fp, view, depth, actions, fair_key, seen(), queue)
+    bfs.BreadthFirst.merge = recording
+    from cmc.cli import main
+    argv = ["--model-file", model, "--no-pin"] + [a for d in defines for a in ("-D", d)]
+    with open(os.devnull, "w") as quiet:
+        out, sys.stdout = sys.stdout, quiet
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+        finally:
+            sys.stdout = out
+            bfs.BreadthFirst.merge = merge
+    return first[0], edges
+
+
+def oracle_sleep_sets(initial: bytes, edges: dict) -> int:
+    """Transitions the sleep-set search takes on this graph with the oracle."""
+    succ = {fp: dict(out) for fp, out in edges.items()}
+
+    def commute(s, a, b):
+        sa, sb = succ[s].get(a), succ[s].get(b)
+        if sa is None or sb is None:
+            return False
+        ab, ba = succ.get(sa, {}).get(b), succ.get(sb, {}).get(a)
+        return ab is not None and ab == ba
+    asleep = {initial: frozenset()}
+    expanded, again = set(), {}
+    queue = collections.deque([initial])
+    taken = 0
+    while queue:
+        s = queue.popleft()
+        first = s not in expanded
+        only = None if first else again.pop(s, set())
+        expanded.add(s)
+        base = asleep[s]
+        order = [k for k, _ in edges.get(s, [])]
+        todo = [k for k in order if (k not in base if first else k in only)]
+        done = []
+        for k in todo:
+            t = succ[s][k]
+            taken += 1
+            z = frozenset(x for x in [*base, *done] if x != k and commute(s, x, k))
+            done.append(k)
+            if t not in asleep:
+                asleep[t] = z
+                queue.append(t)
+            else:
+                missing = asleep[t] - z
+                if missing:
+                    asleep[t] = asleep[t] & z
+                    if t in expanded:
+                        if t in again:
+                            again[t] |= missing
+                        else:
+                            again[t] = set(missing)
+                            queue.append(t)
+    return taken
+
+
+def por(model: str, defines: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "r.json")
+        cmd = [sys.executable, "-m", "cmc", "--model-file", model, "--por", "--json", report,
+               "--no-pin"] + [a for d in defines for a in ("-D", d)]
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+        with open(report) as f:
+            return json.load(f)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("models", nargs="+")
+    p.add_argument("-D", dest="defines", action="append", default=[])
+    args = p.parse_args()
+    print(f"{'model':<28} {'distinct':>8} {'full':>7} {'oracle':>7} {'--por':>7} "
+          f"{'full/oracle':>11} {'full/--por':>10}")
+    for model in args.models:
+        initial, edges = graph(model, args.defines)
+        full = sum(len(v) for v in edges.values())
+        best = oracle_sleep_sets(initial, edges)
+        got = por(model, args.defines)
+        reduced = got["counts"]["generated"] - 1
+        distinct = got["counts"]["distinct"]
+        print(f"{os.path.basename(model):<28} {distinct:>8} {full:>7} {best:>7} {reduced:>7} "
+              f"{full / best:>11.2f} {full / reduced:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()
