@@ -17,11 +17,14 @@ The floors and every cmc search run pinned to one CPU each, as cmc runs by defau
 the ways in turn within a round, and keeps each way's fastest. For --fast with one
 worker it also prints the wall time per distinct state, its ratio to the --base
 model's (default durlog, when measured in the same run), and why worlds were replayed
-rather than copied (the JSON report's `replayed`). Method and results:
+rather than copied (the JSON report's `replayed`). With --por, also a --fast run of one
+worker with --por (the same distinct count, depth and verdict, asserted), and a table of
+the generated states and the wall time per distinct state over the launch floor, with
+and without it. Method and results:
 docs/performance.md.
 
     python3 experiments/bench.py [--no-pin] [--no-workers] [--no-build] [--rounds R]
-                                 [--max-memory SIZE] [--base NAME] [MODEL ...]
+                                 [--max-memory SIZE] [--base NAME] [--por] [MODEL ...]
 """
 from __future__ import annotations
 
@@ -68,11 +71,12 @@ def launch_floor_us(floors: str, model, n: int) -> float:
 
 
 def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True,
-            max_memory: str | None = None) -> dict:
+            max_memory: str | None = None, por: bool = False) -> dict:
     """One search, made exactly as the command line makes it (pinning included; with
     `max_memory`, under cmc's memory bound, as `--max-memory` puts it)."""
     argv = ["--model-file", path, "--workers", str(workers)] + (["--fast"] if fast else ["--no-fast"]) \
-        + ([] if pin else ["--no-pin"]) + (["--max-memory", max_memory] if max_memory else [])
+        + ([] if pin else ["--no-pin"]) + (["--max-memory", max_memory] if max_memory else []) \
+        + (["--por"] if por else [])
     args = parse_args(argv)
     model = load_model(path, {})
     scratch = Scratch()                 # where cmc itself would work
@@ -127,6 +131,9 @@ def main() -> None:
                     help="run each search R times, the ways in turn; keep each way's fastest")
     ap.add_argument("--max-memory", metavar="SIZE",
                     help="each search under cmc's memory bound (as cmc --max-memory SIZE)")
+    ap.add_argument("--por", action="store_true",
+                    help="also run --fast with one worker and --por, and compare the wall "
+                         "time per distinct state with and without it, over the launch floor")
     ap.add_argument("--base", default="durlog",
                     help="the model whose copied time per distinct state the others are "
                          "compared to (default durlog)")
@@ -156,12 +163,21 @@ def main() -> None:
         per_world = {}                  # --fast w1: ms per distinct state, by label
         calls = {}                      # --fast w1: notifications per generated state
         why = {}                        # --fast w1: successors replayed, by reason
+        reduced = {}                    # --por: (floor ms, full run, --por run), by label
         for path in models:
             model = load_model(path, {})
             floor = launch_floor_us(floors, model, args.launch_samples) / 1000
             os.sched_setaffinity(0, affinity)
             runs = {}
+            porrun = None
             for _ in range(args.rounds):
+                if args.por:                  # the reduced search, in turn with the others
+                    one = run_cmc(path, 1, True, pin, args.max_memory, por=True)
+                    if porrun is not None:
+                        assert (one["generated"], one["distinct"]) == \
+                            (porrun["generated"], porrun["distinct"]), (path, one, porrun)
+                    if porrun is None or one["wall"] < porrun["wall"]:
+                        porrun = one
                 for fast in (False, True):
                     for workers in ((1,) if args.no_workers else (1, 2)):
                         one = run_cmc(path, workers, fast, pin, args.max_memory)
@@ -184,6 +200,10 @@ def main() -> None:
             name = label(path)
             per_world[name] = runs[True, 1]["wall"] / r["distinct"] * 1000
             why[name] = runs[True, 1]["replayed"]
+            if porrun is not None:
+                assert (porrun["verdict"], porrun["distinct"], porrun["depth"]) == \
+                    (r["verdict"], r["distinct"], r["depth"]), (path, porrun, r)
+                reduced[name] = (floor, runs[True, 1], porrun)
             calls[name] = runs[True, 1]["notifications"] / r["generated"]
             print(f"{name:<{width}} {r['generated']:>5} {r['distinct']:>5} "
                   f"{r['depth']:>5} {floor:>8.2f} | "
@@ -203,6 +223,17 @@ def main() -> None:
             print(f"{name:<{width}} {ms:>8.2f} {ms / per_world.get(args.base, nan):>6.2f} "
                   f"{calls[name]:>8.1f}  "
                   f"{', '.join(f'{k}: {v}' for k, v in why[name].items()) or '-'}")
+        if reduced:
+            print("\n--fast, one worker, without and with --por: generated states, and wall "
+                  "time per distinct state over one native launch of the cluster")
+            print(f"{'model':<{width}} {'dist':>5} {'gen':>6} {'gen por':>7} {'fewer':>6} | "
+                  f"{'dist/floor':>10} {'por':>6} {'speed':>6}")
+            for name, (floor, full, red) in reduced.items():
+                a = full["wall"] / full["distinct"] * 1000 / floor
+                b = red["wall"] / red["distinct"] * 1000 / floor
+                print(f"{name:<{width}} {full['distinct']:>5} {full['generated']:>6} "
+                      f"{red['generated']:>7} {full['generated'] / red['generated']:>6.2f} | "
+                      f"{a:>10.2f} {b:>6.2f} {full['wall'] / red['wall']:>6.2f}")
     finally:
         os.sched_setaffinity(0, affinity)
         shutil.rmtree(tmp, ignore_errors=True)
