@@ -22,6 +22,7 @@ import os
 from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
+from .kernel.maelstrom import MaelstromClient, MaelstromSpec
 from .kernel.proc.fork import ForkFailed, NotForkable, Roots
 from .lang import (EvaluationError, StateChecks, history_rows, history_violations,
                    reply_record)
@@ -53,6 +54,10 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         memory=model.machine.memory,
         private_pids=model.machine.pids == "private",
         trace_ticks=trace_ticks,
+        maelstrom=None if model.maelstrom is None else MaelstromSpec(
+            model.maelstrom.nodes, tuple(MaelstromClient(c.name, c.node, c.bodies, c.after_ns)
+                                         for c in model.maelstrom.clients),
+            model.maelstrom.services),
     )
 
 

@@ -20,7 +20,7 @@ def test_syntax_error_says_what_was_expected(tmp_path):
     assert_at(failure(tmp_path, 'node a "x"\n'), 1, 8,
               "unexpected string \"x\"; expected '='")
     assert_at(failure(tmp_path, 'node a =\n'), 1, 9,
-              "unexpected end of line; expected a string in double quotes")
+              "unexpected end of line; expected a name or a string in double quotes")
     assert_at(failure(tmp_path, 'node a = "/x"\ninvariant p: 1 +   # c\n'), 2, 17,
               "unexpected end of line; expected an expression")
     assert_at(failure(tmp_path, 'node a = "/x"\ninvariant p: 1 2\n'), 2, 16,
@@ -43,8 +43,8 @@ def test_syntax_error_unexpected_character(tmp_path):
 
 def test_single_quotes_are_not_strings(tmp_path):
     assert_at(failure(tmp_path, "node a = '/x'\n"), 1, 10,
-              "unexpected character \"'\"; expected a string in double quotes (strings are "
-              "written in double quotes)")
+              "unexpected character \"'\"; expected a name or a string in double quotes "
+              "(strings are written in double quotes)")
 
 
 def test_syntax_error_unterminated(tmp_path):
@@ -78,11 +78,11 @@ def test_unknown_statement(tmp_path):
     assert_at(failure(tmp_path, 'node a = "/x"\n\ninvarient p: true\n'), 3, 1,
               "unknown statement 'invarient'; a statement starts with one of: param, build, "
               "node, client, reply, network, disk, time, machine, budget, invariant, witness, quiescent, action, "
-              "eventually, op, linearizable (did you mean invariant?)")
+              "eventually, op, linearizable, service (did you mean invariant?)")
     assert_at(failure(tmp_path, 'node a = "/x"\n= 3\n'), 2, 1,
               "unexpected '='; expected a statement (param, build, node, client, reply, "
               "network, disk, time, machine, budget, invariant, witness, quiescent, action, eventually, op, "
-              "linearizable)")
+              "linearizable, service)")
 
 
 @pytest.mark.parametrize("text, line, col, message", [

@@ -72,10 +72,18 @@ class ClusterSpec:
     memory: int = 4 << 30
     private_pids: bool = False  # machine pids private: a PID namespace per launch
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
+    maelstrom: object = None   # maelstrom.MaelstromSpec: nodes speaking Maelstrom's protocol
 
 
 class Cluster:
     dispatch = staticmethod(dispatch)     # how its nodes' calls are answered
+
+    def __new__(cls, spec=None, workroot=None):
+        """A cluster with Maelstrom nodes is a MaelstromCluster (maelstrom.py)."""
+        if cls is Cluster and spec is not None and spec.maelstrom is not None:
+            from .maelstrom import MaelstromCluster
+            cls = MaelstromCluster
+        return super().__new__(cls)
 
     def __init__(self, spec: ClusterSpec, workroot: str):
         self.spec = spec

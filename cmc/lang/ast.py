@@ -47,6 +47,29 @@ class NodeDecl:
     index: int
     argv: tuple[str, ...]
     loc: Loc
+    protocol: str | None = None     # "maelstrom": JSON messages on stdin and stdout
+
+
+@dataclass(frozen=True)
+class MaelstromClientDecl:
+    """``client NAME -> NODE: {...}, ...``: a Maelstrom client of node NODE. ``bodies``
+    are its requests' bodies as compact JSON text, in order. ``loc`` is its name."""
+
+    name: str
+    node: str
+    bodies: tuple[str, ...]
+    loc: Loc
+    after_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class MaelstromDecl:
+    """The Maelstrom part of a model (docs/maelstrom.md): the nodes that speak the
+    protocol (their node_ids, in declaration order), their clients, the services."""
+
+    nodes: tuple[str, ...]
+    clients: tuple[MaelstromClientDecl, ...]
+    services: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -240,6 +263,7 @@ class Model:
     ops: tuple[OpDecl, ...] = ()    # op lines, in declaration order (docs/model-file.md)
     time: TimeDecl = ASYNC          # the time line (docs/model-file.md)
     machine: MachineDecl = MACHINE  # the machine lines (docs/model-file.md)
+    maelstrom: MaelstromDecl | None = None  # nodes speaking Maelstrom's protocol
 
     @property
     def node_names(self) -> tuple[str, ...]:

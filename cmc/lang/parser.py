@@ -35,7 +35,7 @@ from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, L
 STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "time",
                       "machine", "budget",
                       "invariant", "witness", "quiescent", "action", "eventually", "op",
-                      "linearizable")
+                      "linearizable", "service")
 
 
 # --- located source ------------------------------------------------------------------
@@ -103,15 +103,31 @@ class NodeStmt(Statement):
     name: str
     name_loc: Loc
     command: Text
+    kind: tuple | None = None   # (word, loc): `node n1 = maelstrom "..."`
+
+
+@dataclass(frozen=True)
+class JsonBody:
+    """A request written as a JSON object (a Maelstrom client's): its value, and where
+    its opening brace is."""
+    value: dict
+    loc: Loc
 
 
 @dataclass(frozen=True)
 class ClientStmt(Statement):
     name: str
     name_loc: Loc
-    address: Text
-    requests: tuple[Text, ...]
+    address: Text | None        # "HOST:PORT"; None when the client names a node
+    requests: tuple             # of Text, or JsonBody
     after: tuple | None = None  # (number, unit, loc): `client NAME after 2s -> ...`
+    node: tuple | None = None   # (name, loc): `client c1 -> n1: {...}`
+
+
+@dataclass(frozen=True)
+class ServiceStmt(Statement):
+    name: str                   # lin-kv, seq-kv, lin-tso
+    name_loc: Loc
 
 
 @dataclass(frozen=True)
@@ -238,7 +254,7 @@ _WORDS = {
     "NAME": "a name", "PRIMED": "a primed name", "INT": "a number",
     "STRING": "a string in double quotes", "REGEX": "a regex between slashes (/.../)",
     "TRUE": "true", "FALSE": "false", "NULL": "null", "EQUAL": "'='", "ARROW": "'->'",
-    "AFTER": "'after'",
+    "AFTER": "'after'", "LBRACE": "'{'", "RBRACE": "'}'",
     "COLON": "':'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['",
     "RSQB": "']'", "DOT": "'.'", "IN": "'in'", "NOT": "'not'", "AND": "'and'", "OR": "'or'",
     "IMPLIES": "'=>'", "ALL": "'all'", "SOME": "'some'", "COMPARE": "a comparison",
@@ -461,18 +477,57 @@ class _Builder:
         return BuildStmt(*head, decode_string(children[0], self.source))
 
     def node_stmt(self, head, children) -> NodeStmt:
-        name, _equal, command = children
-        return NodeStmt(*head, name.value, self.at(name), decode_string(command, self.source))
+        name, _equal, *kind, command = children
+        return NodeStmt(*head, name.value, self.at(name), decode_string(command, self.source),
+                        (kind[0].value, self.at(kind[0])) if kind else None)
 
     def client_stmt(self, head, children) -> ClientStmt:
         name = children[0]
         after = None
         if children[1].type == "AFTER":
             after = (self.integer(children[2]), children[3].value, self.at(children[2]))
-        strings = [decode_string(t, self.source) for t in _tokens(children[2:])
-                   if t.type == "STRING"]
-        return ClientStmt(*head, name.value, self.at(name), strings[0], tuple(strings[1:]),
-                          after)
+        arrow = next(i for i, c in enumerate(children) if isinstance(c, Token)
+                     and c.type == "ARROW")
+        target = children[arrow + 1]
+        requests = tuple(decode_string(c, self.source) if isinstance(c, Token)
+                         else self.json_body(c) for c in children[arrow + 3:]
+                         if isinstance(c, Tree) or c.type == "STRING")
+        if target.type == "NAME":
+            return ClientStmt(*head, name.value, self.at(name), None, requests, after,
+                              (target.value, self.at(target)))
+        return ClientStmt(*head, name.value, self.at(name), decode_string(target, self.source),
+                          requests, after)
+
+    def service_stmt(self, head, children) -> ServiceStmt:
+        return ServiceStmt(*head, "".join(c.value for c in children), self.at(children[0]))
+
+    def json_body(self, tree: Tree) -> JsonBody:
+        return JsonBody(self.json(tree), self.at(tree.children[0]))
+
+    def json(self, tree: Tree):
+        """A JSON value of a request body as Python data."""
+        if tree.data == "json_value":
+            tree = tree.children[-1] if isinstance(tree.children[-1], Tree) else tree
+        if tree.data == "json_object":
+            out = {}
+            for member in tree.children:
+                if not isinstance(member, Tree):
+                    continue
+                key, _colon, value = member.children
+                text = decode_string(key, self.source).value
+                if text in out:
+                    raise error_at(self.at(key), f"the key {text!r} is in this object twice")
+                out[text] = self.json(value)
+            return out
+        if tree.data == "json_array":
+            return [self.json(c) for c in tree.children if isinstance(c, Tree)]
+        tokens = [t for t in tree.children if isinstance(t, Token)]
+        last = tokens[-1]
+        if last.type == "STRING":
+            return decode_string(last, self.source).value
+        if last.type == "INT":
+            return -self.integer(last) if len(tokens) == 2 else self.integer(last)
+        return {"TRUE": True, "FALSE": False, "NULL": None}[last.type]
 
     def reply_stmt(self, head, children) -> ReplyStmt:
         regex, group_locs = decode_regex(children[0], self.source)

@@ -49,6 +49,8 @@ def render_world(view: dict) -> list[str]:
     msgs = []
     for m in view["network"]:
         body = m["kind"] if m["kind"] != "DATA" else render_value(m["data"])
+        if "body" in m:                 # a Maelstrom message: its body
+            body = render_value(m["body"])
         msgs.append(f"{m['src']} -> {m['dst']} {body}")
     replies = []
     for r in view["replies"]:

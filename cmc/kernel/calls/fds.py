@@ -87,6 +87,8 @@ def sys_ioctl(call, sock):
         else:
             n = len(sock.ep.rbuf) if sock.ep is not None else 0
         return Ret(0) if proc.write(args[2], struct.pack("<i", n)) else Err(errno.EFAULT)
+    if req & 0xFF00 == 0x5400:      # a terminal's (TCGETS: isatty): a socket is none
+        return Err(errno.ENOTTY)
     return unsupported(proc, call.nr, args, "uses an ioctl cmc does not emulate")
 
 
@@ -132,10 +134,13 @@ def sys_dup2(call):
     proc, args = call.proc, call.args
     old, new = fd_arg(args[0]), fd_arg(args[1])
     sock = get_sock(proc, old)
+    if sock is None and new in (0, 1) and proc.node.stdio:
+        close_vfd(proc, new)        # a shell's redirection: this process's fd is real now
+        return CONTINUE
     if sock is None:
         return unsupported(proc, call.nr, args,
                            "moves a real descriptor onto a virtual descriptor number")
-    if new < VFD_BASE:
+    if new < VFD_BASE and not (new in (0, 1) and proc.node.stdio):
         return unsupported(proc, call.nr, args,
                            "moves a virtual socket below descriptor 500")
     if call.nr == NR["dup3"] and args[2] & ~0o2000000:

@@ -30,15 +30,17 @@ _OPENS = frozenset(NR[n] for n in ("open", "openat"))
 O_CREAT, O_TRUNC = 0o100, 0o1000
 
 
-def visible(notif, pid: int) -> bool:
+def visible(notif, pid: int, stdio: bool = False) -> bool:
     """Whether answering this call (of process pid) may change what another node or a
-    property sees."""
+    property sees (`stdio`: the node's stdout is cmc's, a Maelstrom node's messages)."""
     nr, args = notif.nr, notif.args
     if nr in QUIET:
         return False
     if nr in _WRITES:                       # fd 3, 193, a socket, a file; not stdout/stderr,
         fd = fd_arg(args[0])                # nor a pipe or eventfd inside the process (a
-        return fd > 2 and not _inner(pid, fd)   # runtime waking its poller: Go's netpollBreak)
+        if stdio and fd == 1:               # runtime waking its poller: Go's netpollBreak)
+            return True
+        return fd > 2 and not _inner(pid, fd)
     if nr == NR["close"]:
         return fd_arg(args[0]) >= VFD_BASE  # a socket's FIN; a file's close shows nothing
     if nr in _OPENS:                        # a name made or a file emptied

@@ -60,7 +60,7 @@ def _poll(proc, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
     if raw is None or len(raw) != POLLFD.size * nfds:
         return Err(errno.EFAULT)
     entries = [POLLFD.unpack_from(raw, POLLFD.size * i) for i in range(nfds)]
-    if timeout_ns is None and not any(fd >= VFD_BASE for fd, _, _ in entries):
+    if timeout_ns is None and not any(fd >= VFD_BASE or fd in proc.fds for fd, _, _ in entries):
         return CONTINUE          # real descriptors only, no timeout: the real kernel waits
 
     def scan():
@@ -68,7 +68,7 @@ def _poll(proc, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
         count = 0
         for i, (fd, events, _) in enumerate(entries):
             rev = 0
-            if fd >= VFD_BASE:
+            if fd >= VFD_BASE or fd in proc.fds:
                 sock = get_sock(proc, fd)
                 rev = POLLNVAL if sock is None else readiness(sock) & (events | POLLERR | POLLHUP)
             elif fd >= 0:
@@ -121,7 +121,7 @@ def _select(proc, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
             return Err(errno.EFAULT)
         sets.append(int.from_bytes(raw, "little"))
     wanted = [fd for fd in range(nfds) if any(s is not None and s >> fd & 1 for s in sets)]
-    if timeout_ns is None and not any(fd >= VFD_BASE for fd in wanted):
+    if timeout_ns is None and not any(fd >= VFD_BASE or fd in proc.fds for fd in wanted):
         return CONTINUE          # real descriptors only, no timeout: the real kernel waits
     masks = (POLLIN | POLLHUP | POLLERR, POLLOUT | POLLERR, POLLPRI)
 
@@ -129,7 +129,7 @@ def _select(proc, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
         result = [0 if s is not None else None for s in sets]
         count = 0
         for fd in wanted:
-            if fd >= VFD_BASE:
+            if fd >= VFD_BASE or fd in proc.fds:
                 sock = get_sock(proc, fd)
                 if sock is None:
                     return None, Err(errno.EBADF)

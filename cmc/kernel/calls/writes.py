@@ -22,7 +22,7 @@ def sys_write(call):
             return Err(errno.EFAULT)
         proc.node.take_state_bytes(fd, data)
         return Ret(len(data), data)
-    if fd < VFD_BASE:               # a page cache sees writes from fd 3 up (filter.py)
+    if fd < VFD_BASE and fd not in proc.fds:    # a page cache sees writes from fd 3 up
         return disk_write(call, fd, lambda: proc.read(args[1], args[2]))
     return sock_send(proc, fd, args[1], args[2], 0, "write")
 
@@ -31,7 +31,7 @@ def sys_write(call):
 def sys_writev(call):
     proc, args = call.proc, call.args
     fd = fd_arg(args[0])
-    if fd < VFD_BASE and fd not in (STATE_FD, DURABLE_FD):
+    if fd < VFD_BASE and fd not in (STATE_FD, DURABLE_FD) and fd not in proc.fds:
         return disk_write(call, fd, lambda: read_iovecs(proc, args[1], args[2]))
     if args[2] > IOV_MAX:
         return Err(errno.EINVAL)

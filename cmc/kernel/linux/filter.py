@@ -172,15 +172,23 @@ class _Asm:
         return out
 
 
-def _fd_check(a: _Asm, arg: int, notify: str, otherwise: str | int) -> None:
-    """Jump to `notify` when (int32)args[arg] >= VFD_BASE, else to `otherwise`."""
+def _fd_check(a: _Asm, arg: int, notify: str, otherwise: str | int,
+              stdio: bool = False) -> None:
+    """Jump to `notify` when (int32)args[arg] >= VFD_BASE (with `stdio`, also when it is
+    0 or 1), else to `otherwise`."""
     a.ld(_off_arg(arg))
     a.jump(JGE_K, 0x80000000, otherwise, 0)    # negative: AT_FDCWD, -1
-    a.jump(JGE_K, VFD_BASE, notify, otherwise)
+    if stdio:
+        a.jump(JGE_K, VFD_BASE, notify, 0)
+        a.jump(JGE_K, 2, otherwise, notify)
+    else:
+        a.jump(JGE_K, VFD_BASE, notify, otherwise)
 
 
-def build_filter(disk: bool = False) -> list[tuple[int, int, int, int]]:
-    """The filter; with `disk`, the one for a page cache (DISK_* above)."""
+def build_filter(disk: bool = False, stdio: bool = False) -> list[tuple[int, int, int, int]]:
+    """The filter; with `disk`, the one for a page cache (DISK_* above); with `stdio`, the
+    one for a node whose stdin and stdout are cmc's (a Maelstrom node, kernel/maelstrom.py):
+    every call above that takes a descriptor is notified for fds 0 and 1 too."""
     a = _Asm()
     a.ld(OFF_ARCH)
     a.jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0)
@@ -207,7 +215,9 @@ def build_filter(disk: bool = False) -> list[tuple[int, int, int, int]]:
         a.label("fd3up")
         a.ld(_off_arg(0))
         a.jump(JGE_K, 0x80000000, "allow", 0)
-        a.jump(JGE_K, 3, "notify", "allow")
+        a.jump(JGE_K, 3, "notify", 0 if stdio else "allow")
+        if stdio:
+            a.jump(JGE_K, 2, "allow", "notify")
         a.label("mmap")
         a.ld(_off_arg(3))
         a.jump(JSET_K, MAP_SHARED, 0, "allow")
@@ -230,16 +240,16 @@ def build_filter(disk: bool = False) -> list[tuple[int, int, int, int]]:
     a.jump(JEQ_K, STATE_FD, "notify", 0)
     a.jump(JEQ_K, DURABLE_FD, "notify", 0)
     a.label("arg0")
-    _fd_check(a, 0, "notify", "allow")
+    _fd_check(a, 0, "notify", "allow", stdio)
     a.label("dup2")             # falls through into arg01
     a.ld(_off_arg(0))
     a.jump(JEQ_K, STATE_FD, "notify", 0)
     a.jump(JEQ_K, DURABLE_FD, "notify", 0)
     a.label("arg01")
-    _fd_check(a, 0, "notify", 0)
-    _fd_check(a, 1, "notify", "allow")
+    _fd_check(a, 0, "notify", 0, stdio)
+    _fd_check(a, 1, "notify", "allow", stdio)
     a.label("arg2")
-    _fd_check(a, 2, "notify", "allow")
+    _fd_check(a, 2, "notify", "allow", stdio)
 
     a.label("notify")
     a.ret(RET_USER_NOTIF)

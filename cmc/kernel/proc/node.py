@@ -27,7 +27,9 @@ from .tasks import Tap
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
 
-_FILTERS = {False: build_filter(), True: build_filter(disk=True)}   # with a page cache?
+# with a page cache? with stdin and stdout cmc's (a Maelstrom node)?
+_FILTERS = {(disk, stdio): build_filter(disk=disk, stdio=stdio)
+            for disk in (False, True) for stdio in (False, True)}
 _native.pass_through(PASS_OPEN, PASS_FLAGS, PASS_NEEDLES)
 
 _DEVNULL: list[int] = []
@@ -92,6 +94,9 @@ class Node:
         # directory by, else None; `root`, the world root its own directory is in.
         self.lease = None
         self.root: str | None = None
+        # Whether its stdin and stdout are cmc's (a Maelstrom node): each launch, before
+        # the program runs, the cluster gives fds 0 and 1 to it (`open_stdio`).
+        self.stdio = False
         self._reset_incarnation()
 
     # -- per-incarnation state -----------------------------------------------
@@ -101,7 +106,7 @@ class Node:
         self.bufs = {3: bytearray(), 193: bytearray()}
         self.tasks = Scheduler(self)   # its processes and threads, and running them
         self.next_ino = 0              # st_ino of the next virtual socket
-        self.spin = (0, 0)             # (thread, reads): a thread polling the clock
+        self.spin = (0, 0, 0)          # (thread, reads, buffer): a thread polling the clock
         self.random_offset = 0
         self.exec_count = 0
 
@@ -128,7 +133,8 @@ class Node:
                 try:
                     pid, listener, keepalive = _native.spawn(
                         self.argv[0], self.argv, env, self.cwd, fds,
-                        _FILTERS[self.disk.on], VFD_BASE, self.cluster.spec.private_pids)
+                        _FILTERS[self.disk.on, self.stdio], VFD_BASE,
+                        self.cluster.spec.private_pids)
                 except OSError as e:
                     if self.cluster.spec.private_pids and e.errno == errno.EPERM:
                         raise UnsupportedMachine(
@@ -140,6 +146,8 @@ class Node:
                         f"{e.strerror} (cmc needs Linux >= 5.9 with seccomp user "
                         "notification)") from None
                 self.tasks.attach(pid, Tap(listener, pid))
+        if self.stdio:
+            self.cluster.open_stdio(self)
         COUNTERS["launches"] += 1
         self.tasks.run(None)  # answers the first execve: only then may keepalive go
         del keepalive
@@ -201,18 +209,21 @@ class Node:
         else:
             self.elapsed_ns += ns
 
-    def polls(self, tid: int, reads_clock: bool) -> None:
+    def polls(self, tid: int, reads_clock: bool, buf: int = 0) -> None:
         """Time virtual, thread tid makes a notified call (dispatch.py). A thread that
-        reads a clock again and again with no other call between sees it move: from
-        the POLLING-th read in a row, each twice as far as the one before, from 1 us
-        (so polling for an instant takes a number of reads that grows with the
-        logarithm of the wait, not with the wait). Any other call ends the run."""
+        reads a clock again and again into the same buffer (`buf`: a loop's) with no
+        other call between sees it move: from the POLLING-th read in a row, each twice
+        as far as the one before, from 1 us (so polling for an instant takes a number of
+        reads that grows with the logarithm of the wait, not with the wait). Any other
+        call, or a read into another buffer, ends the run: CPython reads the clock
+        dozens of times while it imports modules, from many frames, between file calls
+        that run natively, and is not polling it."""
         if not reads_clock:
-            self.spin = (0, 0)
+            self.spin = (0, 0, 0)
             return
-        who, n = self.spin
-        n = n + 1 if who == tid else 0
-        self.spin = (tid, n)
+        who, n, last = self.spin
+        n = n + 1 if who == tid and last == buf else 0
+        self.spin = (tid, n, buf)
         if n >= POLLING:
             self.pass_time(1000 << min(n - POLLING, 40))
 

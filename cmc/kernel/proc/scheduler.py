@@ -263,7 +263,7 @@ class Scheduler(Tasks):
         as t.block, with the clock it blocked at). None: a FIRE tried for folding
         (`pausing`, time virtual) met a call that shows (calls/quiet.py) and stopped
         before answering it; the world is spoilt and its owner throws it away."""
-        if self.pausing and visible(t.notif, t.proc.pid):
+        if self.pausing and visible(t.notif, t.proc.pid, t.proc.node.stdio):
             self.paused = t
             return None
         result = self.node.cluster.dispatch(t.proc, t.notif)

@@ -1,0 +1,442 @@
+"""Maelstrom's protocol: nodes that speak JSON lines on stdin and stdout, and the network,
+clients and services around them (docs/maelstrom.md; docs/design.md, "Maelstrom nodes").
+
+A Maelstrom node reads one message per line on stdin and writes one per line on stdout,
+each `{"src", "dest", "body"}`. cmc is both ends of those two descriptors: the node runs
+under a filter that notifies every call on fds 0 and 1 (linux/filter.py, `stdio`), and
+before the program runs, fds 0 and 1 of its first process are one virtual stream socket
+(`open_stdio`) whose other end is this module. So a read of stdin blocks as a `recv` on a
+socket does, poll/select/epoll see it, `--fast` copies the node like any other, and the
+node needs nothing of cmc.
+
+- What the node writes on stdout is split into lines; each must be a message whose
+  `src` is the node. One to a node or a service is a *letter*: it is in flight until the
+  environment delivers it (DELIVER: written to the receiver's stdin, or answered by the
+  service) or loses it (DROP, within `budget drop`). The network is a bag, as Maelstrom's
+  is: any letter in flight may be delivered next; letters alike (sender, receiver, line)
+  are one action.
+- One to a client is its reply: taken at once (no DELIVER, no DROP, as the `client`
+  statement's replies), matched by `in_reply_to` to the client's request in flight, a
+  record in `replies`; the client's next request goes into flight then.
+- Each launch of a node (the first, and each relaunch after a CRASH) begins with `init`
+  (`node_id`, `node_ids`) already on its stdin, from `c0`, as Maelstrom begins a test;
+  its `init_ok` is taken like a client's reply and kept nowhere.
+- A client's request is a letter from the client to its node: delivered in any order
+  with the others, never dropped (Maelstrom's faults are between servers).
+- Services (`lin-kv`, `seq-kv`, `lin-tso`) are one copy each, answered when a request
+  is delivered to them, the answer a letter back: both ways may be dropped.
+
+The letters, the services' data, the clients and any partial stdout line are part of
+the world's fingerprint; what a node was given on stdin is in its input history.
+"""
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+
+from ..errors import TargetError
+from .cluster import Cluster, digest
+from .world.net import DATA, Connection, Endpoint, Network, Owner, Sock
+
+INIT_SENDER = "c0"          # who sends init (a client name no model may take)
+SERVICES = ("lin-kv", "seq-kv", "lin-tso")
+# Maelstrom's error codes the services answer with (its protocol's table)
+KEY_DOES_NOT_EXIST, PRECONDITION_FAILED, NOT_SUPPORTED = 20, 22, 10
+STDOUT_LINE_MAX = 1 << 20   # a letter is kept in every world it is in flight in
+
+
+@dataclass(frozen=True)
+class MaelstromClient:
+    name: str
+    node: str                       # the node it sends to
+    bodies: tuple[str, ...]         # each request's body, a JSON object as text
+    after_ns: int | None = None     # time virtual: it starts when the clock is there
+
+
+@dataclass(frozen=True)
+class MaelstromSpec:
+    nodes: tuple[str, ...]          # the nodes that speak the protocol (node_ids)
+    clients: tuple[MaelstromClient, ...] = ()
+    services: tuple[str, ...] = ()
+
+
+def compact_json(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(eq=False)
+class Letter:
+    """A message in flight: `line` as its sender wrote it (no line ending)."""
+    src: str
+    dest: str
+    line: str
+    sent: int = 0                   # the clock when it was sent (time virtual)
+
+    def group(self) -> tuple:
+        return (self.src, self.dest, self.line)
+
+
+@dataclass(frozen=True)
+class LetterAction:
+    """DELIVER, DROP or DUP of one letter of a group (letters alike are one action)."""
+    kind: str
+    src: str
+    dst: str
+    line: str
+
+    @property
+    def key(self) -> tuple:
+        return (f"{self.kind}_MSG", self.src, self.dst, self.line)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.src} -> {self.dst} {_body_text(self.line)}"
+
+    def fields(self) -> dict:
+        return {"kind": self.kind, "src": self.src, "dst": self.dst, "data": self.line,
+                "msg": "MSG"}
+
+
+@dataclass(frozen=True)
+class ClientStarts:
+    """Time virtual: the clock reaches `at`, when Maelstrom client `client` sends its
+    first request (`client NAME after T`)."""
+    client: str
+    at: int
+    kind = "FIRE"
+
+    @property
+    def key(self) -> tuple:
+        return ("FIRE", self.client)
+
+    @property
+    def label(self) -> str:
+        return f"FIRE client {self.client} starts @ {self.at / 1e9:.3f}s"
+
+    def fields(self) -> dict:
+        return {"kind": self.kind, "node": self.client, "what": "starts", "at_ns": self.at}
+
+
+def _body_text(line: str) -> str:
+    try:
+        return compact_json(json.loads(line)["body"])
+    except (ValueError, KeyError, TypeError):
+        return line
+
+
+class ClientState:
+    def __init__(self, spec: MaelstromClient):
+        self.spec = spec
+        self.next_req = 0
+        self.msg_id = 0
+        self.pending: int | None = None     # msg_id of its request in flight
+        self.req = None                     # that request's body, as given
+        self.started = spec.after_ns is None
+
+    def state(self) -> tuple:
+        return (self.spec.name, self.next_req, self.msg_id, self.pending, self.started)
+
+
+class MaelstromNetwork(Network):
+    """The network with the Maelstrom letters in flight beside the connections: the
+    clock rules (world/clock.py) see them through `in_flight_sent`."""
+
+    def __init__(self, channel_cap: int, bag: bool = False):
+        super().__init__(channel_cap, bag)
+        self.letters: list[Letter] = []
+
+    def in_flight_sent(self) -> list[int]:
+        return super().in_flight_sent() + [m.sent for m in self.letters]
+
+
+class MaelstromCluster(Cluster):
+    """A cluster some of whose nodes speak Maelstrom's protocol (`spec.maelstrom`)."""
+
+    def __init__(self, spec, workroot: str):
+        super().__init__(spec, workroot)
+        self.net = MaelstromNetwork(spec.channel_cap, bag=spec.network == "bag")
+        self.ms = spec.maelstrom
+        self.speakers = {n.name: n for n in self.nodes if n.name in self.ms.nodes}
+        for node in self.speakers.values():
+            node.stdio = True
+        self.stdio: dict[str, Sock] = {}              # node name -> its fds 0 and 1
+        self.outbuf: dict[str, bytearray] = {}        # a partial stdout line
+        self.init_id: dict[str, int] = {}             # node name -> msg_id of its init
+        self.mclients = [ClientState(c) for c in self.ms.clients]
+        self.kv: dict[str, dict[str, object]] = {s: {} for s in self.ms.services
+                                                  if s != "lin-tso"}
+        self.tso = 0
+
+    # -- stdin and stdout ---------------------------------------------------------
+    def open_stdio(self, node) -> None:
+        """Before node's program runs (proc/node.py): its fds 0 and 1 are one virtual
+        stream whose other end is cmc, with init already on it."""
+        node.next_ino += 1
+        sock = Sock(socket.AF_UNIX, socket.SOCK_STREAM, ino=node.next_ino, refs=2)
+        end = ("stdio", node.index)
+        conn = Connection(0, Endpoint(Owner(node=node.index), end), end,
+                          Endpoint(Owner(client=INIT_SENDER), end), established=True)
+        sock.conn, sock.side = conn, 0
+        proc = node.tasks.main
+        proc.fds[0] = proc.fds[1] = sock
+        self.stdio[node.name] = sock
+        self.outbuf[node.name] = bytearray()
+        self.init_id[node.name] = node.incarnation + 1
+        init = {"type": "init", "msg_id": node.incarnation + 1, "node_id": node.name,
+                "node_ids": list(self.ms.nodes)}
+        conn.a.rbuf += (compact_json({"src": INIT_SENDER, "dest": node.name, "body": init})
+                        + "\n").encode()
+
+    def send(self, conn, side, msg) -> None:
+        if conn.dst[0] != "stdio":
+            return super().send(conn, side, msg)
+        if msg.kind != DATA:             # stdout closed: nothing more comes from it
+            return
+        node = self.nodes[conn.dst[1]]
+        buf = self.outbuf[node.name]
+        buf += msg.data
+        while (nl := buf.find(b"\n")) >= 0:
+            line = bytes(buf[:nl]).rstrip(b"\r")
+            del buf[:nl + 1]
+            if line.strip():
+                self._written(node, line)
+        if len(buf) > STDOUT_LINE_MAX:
+            raise TargetError(self.where(node) + f"wrote more than {STDOUT_LINE_MAX} bytes on "
+                              f"stdout without a line end (it starts {bytes(buf[:80])!r})")
+
+    def _written(self, node, raw: bytes) -> None:
+        """A whole line the node wrote on stdout: a message, or a target error."""
+        try:
+            line = raw.decode("utf-8")
+            msg = json.loads(line)
+        except (UnicodeDecodeError, ValueError):
+            msg = None
+        if not (isinstance(msg, dict) and isinstance(msg.get("src"), str)
+                and isinstance(msg.get("dest"), str) and isinstance(msg.get("body"), dict)):
+            raise TargetError(self.where(node) + "wrote a line on stdout that is not a "
+                              "Maelstrom message (a JSON object with src, dest and body; "
+                              f"log to stderr instead): {raw[:200]!r}")
+        if msg["src"] != node.name:
+            raise TargetError(self.where(node) + f"sent a message whose src is "
+                              f"{msg['src']!r}, not its node_id {node.name!r}: {raw[:200]!r}")
+        dest, body = msg["dest"], msg["body"]
+        if dest in self.speakers or dest in self.ms.services:
+            self.net.letters.append(Letter(node.name, dest, line, self.net.clock))
+            return
+        if dest == INIT_SENDER:
+            return                      # init_ok
+        client = next((c for c in self.mclients if c.spec.name == dest), None)
+        if client is None:
+            known = ", ".join([*self.speakers, *self.ms.services,
+                               *(c.spec.name for c in self.mclients)])
+            raise TargetError(self.where(node) + f"sent a message to {dest!r}, which is no "
+                              f"node, client or service of the model ({known}): "
+                              f"{raw[:200]!r}")
+        if client.pending is None or body.get("in_reply_to") != client.pending:
+            return                      # not an answer to its request in flight
+        self.replies.append({"client": dest, "node": node.index, "index": len(self.replies),
+                             "req": client.req, "body": body})
+        client.pending = None
+        self._send_next(client)
+
+    def _send_next(self, client: ClientState) -> None:
+        spec = client.spec
+        if client.next_req >= len(spec.bodies):
+            return
+        body = json.loads(spec.bodies[client.next_req])
+        client.next_req += 1
+        client.msg_id += 1
+        client.req, client.pending = dict(body), client.msg_id
+        body["msg_id"] = client.msg_id
+        line = compact_json({"src": spec.name, "dest": spec.node, "body": body})
+        self.net.letters.append(Letter(spec.name, spec.node, line, self.net.clock))
+
+    # -- the engine's protocol ------------------------------------------------------
+    def launch(self) -> None:
+        super().launch()
+        for client in self.mclients:
+            if client.started:
+                self._send_next(client)
+
+    def _letter_actions(self) -> list[LetterAction]:
+        groups: dict[tuple, Letter] = {}
+        for m in self.net.letters:
+            groups.setdefault(m.group(), m)
+        order = sorted(groups)
+        out = [LetterAction("DELIVER", *g) for g in order]
+        clients = {c.spec.name for c in self.mclients}
+        faulty = [g for g in order if g[0] not in clients]
+        if self.budgets.get("drop", 0) > 0:
+            out += [LetterAction("DROP", *g) for g in faulty]
+        if self.budgets.get("dup", 0) > 0:
+            out += [LetterAction("DUP", *g) for g in faulty]
+        return out
+
+    def _start_due(self) -> ClientStarts | None:
+        """Time virtual: the first Maelstrom client waiting to start, when the clock
+        may reach it (not past the horizon, nor past a letter's latency bound unless
+        the delay budget pays)."""
+        waiting = [(c.spec.after_ns, i, c) for i, c in enumerate(self.mclients)
+                   if not c.started]
+        fire = self.budgets.get("fire")
+        if not waiting or not self.virtual or fire is not None and fire <= 0:
+            return None
+        at, _, client = min(waiting, key=lambda w: w[:2])
+        spec, net = self.spec, self.net
+        if at > spec.horizon_ns:
+            return None
+        late = sum(1 for sent in net.in_flight_sent() if net.clock <= sent + spec.latency_ns < at)
+        if late > self.budgets.get("delay", 0):
+            return None
+        return ClientStarts(client.spec.name, max(at, net.clock))
+
+    def actions(self) -> list:
+        out = self._letter_actions() + super().actions()
+        start = self._start_due()
+        if start is not None:
+            fires = [a for a in out if a.kind == "FIRE"]
+            if not fires or fires[0].at is None or start.at < fires[0].at:
+                out = [a for a in out if a.kind != "FIRE"] + [start]
+        return out
+
+    def foldable(self):
+        fire = super().foldable()
+        start = self._start_due()
+        if fire is not None and start is not None and start.at < fire.at:
+            return None                 # the client starts first: not a FIRE to fold
+        return fire
+
+    def apply(self, key: tuple):
+        if not (key[0].endswith("_MSG") or key[0] == "FIRE" and
+                any(c.spec.name == key[1] for c in self.mclients)):
+            return super().apply(key)
+        action = next((a for a in self.actions() if a.key == key), None)
+        if action is None:
+            return super().apply(key)   # says it is not enabled (nondeterminism)
+        self.step += 1
+        self.step_label = f"<{action.label}>"
+        self.net.reads = set()
+        if isinstance(action, ClientStarts):
+            if self.budgets.get("fire") is not None:
+                self.budgets["fire"] -= 1
+            self.net.clock = max(self.net.clock, action.at)
+            client = next(c for c in self.mclients if c.spec.name == action.client)
+            client.started = True
+            self._send_next(client)
+        else:
+            letter = next(m for m in self.net.letters if m.group() == action.key[1:])
+            if action.kind == "DELIVER":
+                self.net.letters.remove(letter)
+                self._deliver(letter)
+            elif action.kind == "DROP":
+                self.budgets["drop"] -= 1
+                self.net.letters.remove(letter)
+            else:
+                self.budgets["dup"] -= 1
+                self.net.letters.append(Letter(letter.src, letter.dest, letter.line,
+                                               letter.sent))
+        self.net.collect()
+        self.settle()
+        self.net.collect()
+        self.compact()
+        return action
+
+    def _deliver(self, letter: Letter) -> None:
+        if letter.dest in self.ms.services:
+            self._serve(letter)
+            return
+        node = self.speakers[letter.dest]
+        node.history.append(("MSG", letter.line))
+        if not node.alive:
+            return                      # it ended by itself: the letter is lost
+        ep = self.stdio[node.name].conn.a
+        ep.rbuf += (letter.line + "\n").encode()
+        ep.arrivals += 1
+
+    # -- services ---------------------------------------------------------------------
+    def _serve(self, letter: Letter) -> None:
+        """A service answers a request delivered to it; its answer is a letter back."""
+        msg = json.loads(letter.line)
+        body = msg["body"]
+        reply = self._answer(letter.dest, body)
+        if "msg_id" in body:
+            reply["in_reply_to"] = body["msg_id"]
+        line = compact_json({"src": letter.dest, "dest": letter.src, "body": reply})
+        if letter.src in self.speakers:
+            self.net.letters.append(Letter(letter.dest, letter.src, line, self.net.clock))
+
+    def _answer(self, service: str, body: dict) -> dict:
+        kind = body.get("type")
+        if service == "lin-tso":
+            if kind != "ts":
+                return _error(NOT_SUPPORTED, f"lin-tso answers ts, not {kind}")
+            self.tso += 1
+            return {"type": "ts_ok", "ts": self.tso}
+        store = self.kv[service]
+        key = compact_json(body.get("key"))
+        if kind == "read":
+            if key not in store:
+                return _error(KEY_DOES_NOT_EXIST, "key does not exist")
+            return {"type": "read_ok", "value": store[key]}
+        if kind == "write":
+            store[key] = body.get("value")
+            return {"type": "write_ok"}
+        if kind == "cas":
+            if key not in store and not body.get("create_if_not_exists"):
+                return _error(KEY_DOES_NOT_EXIST, "key does not exist")
+            current = store.get(key)
+            if key in store and current != body.get("from"):
+                return _error(PRECONDITION_FAILED,
+                              f"expected {compact_json(body.get('from'))}, "
+                              f"had {compact_json(current)}")
+            store[key] = body.get("to")
+            return {"type": "cas_ok"}
+        return _error(NOT_SUPPORTED, f"{service} answers read, write and cas, not {kind}")
+
+    # -- what a world is --------------------------------------------------------------
+    def _maelstrom_world(self) -> tuple:
+        left = self.spec.latency_ns - self.net.clock
+        letters = tuple(sorted(m.group() + ((m.sent + left,) if self.virtual else ())
+                               for m in self.net.letters))
+        clients = tuple(c.state() + ((c.spec.after_ns - self.net.clock,)
+                                     if not c.started else ()) for c in self.mclients)
+        stdio = tuple((name, bytes(self.outbuf[name]), bytes(sock.conn.a.rbuf))
+                      for name, sock in sorted(self.stdio.items()))
+        kv = tuple((s, tuple(sorted((k, compact_json(v)) for k, v in d.items())))
+                   for s, d in sorted(self.kv.items()))
+        return letters, clients, stdio, kv, self.tso
+
+    def fingerprint(self) -> bytes:
+        return digest(repr((self._world(), self._maelstrom_world())).encode())
+
+    def parts(self) -> list[tuple[str, dict]]:
+        letters, clients, stdio, kv, tso = self._maelstrom_world()
+        return super().parts() + [("maelstrom", {"letters in flight": letters,
+                                                 "clients": clients,
+                                                 "stdout and stdin": stdio,
+                                                 "services": (kv, tso)})]
+
+    def traits(self) -> dict:
+        """--por's parts of the world (Cluster.traits), and the letters between each two
+        ends, each Maelstrom client, each service."""
+        out = super().traits()
+        letters, clients, stdio, kv, tso = self._maelstrom_world()
+        for g in letters:
+            out.setdefault(f"letters {g[:2]!r}", []).append(g)
+        out.update((f"client {c[0]!r}", c) for c in clients)
+        out.update((f"service {s!r}", d) for s, d in kv)
+        out["service 'lin-tso'"] = tso
+        return out
+
+    def network_view(self) -> list[dict]:
+        out = super().network_view()
+        for m in sorted(self.net.letters, key=Letter.group):
+            out.append({"src": m.src, "dst": m.dest, "kind": "MSG", "data": m.line,
+                        "body": json.loads(m.line)["body"]})
+        return out
+
+
+def _error(code: int, text: str) -> dict:
+    return {"type": "error", "code": code, "text": text}
+

@@ -1,0 +1,113 @@
+"""Maelstrom nodes (docs/maelstrom.md): Python programs that speak Maelstrom's protocol on
+stdin and stdout (demo/maelstrom/), checked through the real CLI with exact counts, and
+each one's planted bug (`-D flags=--bug`) caught with its shortest counterexample."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT, counts, run_cmc, without_timestamps
+
+DEMO = ROOT / "demo" / "maelstrom"
+
+
+def check(model: str, *args, cwd=None):
+    return run_cmc("--model-file", model, "--max-memory", "3G", *args, cwd=cwd or ROOT)
+
+
+def steps(out: str) -> list[str]:
+    """The labels of a counterexample's states after the first."""
+    return [line.split(": ", 1)[1] for line in out.splitlines()
+            if line.startswith("State ") and not line.startswith("State 1:")]
+
+
+# model: (generated, distinct, depth) of the correct node
+CORRECT = {
+    "echo": (9, 9, 4),
+    "unique-ids": (19, 19, 5),
+    "broadcast": (162, 140, 12),
+}
+
+# model: (the verdict, the steps of the counterexample, its counts)
+BUGGY = {
+    "echo": ("Error: Invariant echoed is violated.",
+             ['<DELIVER c2 -> n2 {"type":"echo","echo":["a",1],"msg_id":1}>'], (3, 3, 2)),
+    "unique-ids": ("Error: Invariant unique is violated.",
+                   ['<DELIVER c1 -> n1 {"type":"generate","msg_id":1}>',
+                    '<DELIVER c2 -> n2 {"type":"generate","msg_id":1}>'], (5, 5, 3)),
+    "broadcast": ("Error: Invariant final_read_has_every_ack is violated.",
+                  ['<DELIVER c1 -> n1 {"type":"broadcast","message":1,"msg_id":1}>',
+                   '<DROP n1 -> n2 {"type":"gossip","message":1,"msg_id":1}>',
+                   "<FIRE client r2 starts @ 3.000s>",
+                   '<DELIVER r2 -> n2 {"type":"read","msg_id":1}>'], (18, 16, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_node_holds(name, tmp_path):
+    r = check(f"models/maelstrom/{name}.model", "--trace-out", tmp_path / "t.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "No error has been found." in r.stdout
+    assert counts(r.stdout) == CORRECT[name]
+
+
+@pytest.mark.parametrize("name", sorted(BUGGY))
+def test_planted_bug_is_caught(name, tmp_path):
+    verdict, path, expected = BUGGY[name]
+    r = check(f"models/maelstrom/{name}.model", "-D", "flags=--bug",
+              "--trace-out", tmp_path / "t.json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert verdict in r.stdout
+    assert steps(r.stdout) == path
+    assert counts(r.stdout) == expected
+
+
+def test_replayed_and_copied_agree_byte_for_byte(tmp_path):
+    """--no-fast launches every world again; --fast copies the nodes (a Maelstrom node is a
+    single process like any other): the same output, and the same again on a second run."""
+    args = ("-D", "flags=--bug", "--trace-out", tmp_path / "t.json")
+    fast = check("models/maelstrom/broadcast.model", *args)
+    again = check("models/maelstrom/broadcast.model", *args)
+    slow = check("models/maelstrom/broadcast.model", "--no-fast", *args)
+    assert fast.returncode == slow.returncode == 1
+    assert without_timestamps(fast.stdout) == without_timestamps(again.stdout)
+    assert without_timestamps(fast.stdout) == without_timestamps(slow.stdout)
+
+
+def test_a_crash_relaunches_with_init_again(tmp_path):
+    """A CRASH relaunches the node, which is given init again and answers the rest."""
+    model = tmp_path / "m.model"
+    model.write_text(f'node n1 = maelstrom "python3 {DEMO}/echo.py"\n'
+                     "budget crash 1\n"
+                     'client c1 -> n1: {"type": "echo", "echo": 1}, {"type": "echo", "echo": 2}\n'
+                     "invariant echoed: all r in replies: r.body.echo == r.req.echo\n"
+                     "witness crashed_and_answered: crashes[0] == 1 and len(replies) == 2\n")
+    r = check(model, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (9, 9, 4)
+
+
+def test_a_line_that_is_no_message_is_a_target_error(tmp_path):
+    (tmp_path / "noisy.py").write_text('import sys\nprint("starting up", flush=True)\n'
+                                       "for line in sys.stdin:\n    pass\n")
+    model = tmp_path / "m.model"
+    model.write_text(f'node n1 = maelstrom "python3 {tmp_path}/noisy.py"\n')
+    r = check(model, cwd=tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert ("node n1 (step 0, launch): wrote a line on stdout that is not a Maelstrom message "
+            "(a JSON object with src, dest and body; log to stderr instead): b'starting up'"
+            in r.stdout + r.stderr)
+
+
+def test_a_message_to_nobody_is_a_target_error(tmp_path):
+    (tmp_path / "lost.py").write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        '    print(json.dumps({"src": "n1", "dest": "n9", "body": {"type": "hi"}}), '
+        "flush=True)\n")
+    model = tmp_path / "m.model"
+    model.write_text(f'node n1 = maelstrom "python3 {tmp_path}/lost.py"\n')
+    r = check(model, cwd=tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "node n1 (step 0, launch): sent a message to 'n9', which is no node, client or " \
+           "service of the model (n1)" in r.stdout + r.stderr
