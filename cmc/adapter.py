@@ -53,6 +53,8 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         cpus=model.machine.cpus,
         memory=model.machine.memory,
         private_pids=model.machine.pids == "private",
+        peers={model.node_names.index(node): frozenset(model.node_names.index(p) for p in peers)
+               for node, peers in model.peers},
         trace_ticks=trace_ticks,
         maelstrom=None if model.maelstrom is None else MaelstromSpec(
             model.maelstrom.nodes, tuple(MaelstromClient(c.name, c.node, c.bodies, c.after_ns)

@@ -16,7 +16,8 @@ import time
 
 from .adapter import ClusterModel, cluster_spec, engine_properties
 from .engine.bfs import BreadthFirst
-from .engine.por import PorCheckFailed, ReducedBreadthFirst
+from .engine.por import (PorCheckFailed, ReducedBreadthFirst, ReducedFastParallelBreadthFirst,
+                         ReducedParallelBreadthFirst)
 from .engine.dfs import DepthFirst
 from .engine.model import EngineLimit, Outcome, Stats
 from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
@@ -250,6 +251,9 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
                 pin_cpu(index)
             return ClusterModel(spec, root, many=args.fast, tag=f"k{index}")
         search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
+        if args.por:
+            search = ReducedFastParallelBreadthFirst if args.fast \
+                else ReducedParallelBreadthFirst
         if args.ray:
             from .engine.rayworkers import FastRayBreadthFirst, RayBreadthFirst
             from .machines import MachineCheck

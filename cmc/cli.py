@@ -91,7 +91,7 @@ def parse_args(argv):
     p.add_argument("--por", action="store_true",
                    help="partial-order reduction: skip transitions whose outcome another "
                    "order already gives (the same worlds, verdicts and counterexample "
-                   "lengths; fewer states generated; breadth-first, one worker)")
+                   "lengths; fewer states generated; breadth-first)")
     p.add_argument("--check-por", action="store_true",
                    help="with --por: also take every transition skipped and require that "
                    "it lead to a world the reduced search reached (a test of the reduction)")
@@ -154,9 +154,11 @@ def _validate(args) -> None:
     if args.check_por and not args.por:
         raise usage("--check-por checks the reduction of --por: give --por too")
     if args.por and (args.dfs is not None or args.simulate or args.replay
-                     or args.workers > 1 or args.ray is not None or args.check_merges):
-        raise usage("--por goes with breadth-first search of one worker (not with --dfs, "
-                    "--simulate, --replay, --workers or --check-merges)")
+                     or args.ray is not None or args.check_merges):
+        raise usage("--por goes with breadth-first search, of one worker or --workers N "
+                    "(not with --dfs, --simulate, --replay, --ray or --check-merges)")
+    if args.check_por and args.workers > 1:
+        raise usage("--check-por goes with one worker (not with --workers)")
     if args.dfs is not None and args.simulate:
         raise usage("--dfs and --simulate are two different searches: choose one")
     if args.replay is not None and (args.dfs is not None or args.simulate):

@@ -9,6 +9,8 @@
 #   scripts/bug_gate.sh relay lease     only these
 #   CMC="cmc" scripts/bug_gate.sh       another cmc command (default: python3 -m cmc)
 #   CMC="python3 -m cmc --no-fast" scripts/bug_gate.sh   every world replayed (CI runs both)
+#   CMC="python3 -m cmc --por" scripts/bug_gate.sh       reduced (test_por.py compares the
+#                                       verdicts and counterexample lengths with the full run)
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
@@ -49,9 +51,9 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 warnings=""
-row() { printf '%-11s %-7s %-32s %-32s %9s %9s %6s %8s  %s\n' "$@"; }
-row demo build expected got generated distinct depth seconds result
-row ------ ----- -------- --- --------- -------- ----- ------- ------
+row() { printf '%-11s %-7s %-32s %-32s %9s %9s %6s %6s %8s  %s\n' "$@"; }
+row demo build expected got generated distinct depth trace seconds result
+row ------ ----- -------- --- --------- -------- ----- ----- ------- ------
 
 while read -r demo model prop prog; do
     [ -z "$demo" ] && continue
@@ -85,8 +87,15 @@ while read -r demo model prop prog; do
             warnings="$warnings$demo ($build): $err"$'\n'
         fi
 
-        generated=$(sed -n -E 's/^([0-9]+) states generated, ([0-9]+) distinct states found.*/\1/p' "$tmp/out")
-        distinct=$(sed -n -E 's/^([0-9]+) states generated, ([0-9]+) distinct states found.*/\2/p' "$tmp/out")
+        # (with --por the line says "N states generated (reduced by --por), ...")
+        generated=$(sed -n -E 's/^([0-9]+) states generated( \(reduced by --por\))?, ([0-9]+) distinct states found.*/\1/p' "$tmp/out")
+        distinct=$(sed -n -E 's/^([0-9]+) states generated( \(reduced by --por\))?, ([0-9]+) distinct states found.*/\3/p' "$tmp/out")
+        # the counterexample's length: its states, the initial one included
+        trace=-
+        if [ "$build" = bug ] && [ -s "$tmp/$demo.trace.json" ]; then
+            trace=$(python3 -c 'import json, sys; print(1 + len(json.load(open(sys.argv[1]))["actions"]))' "$tmp/$demo.trace.json")
+            rm -f "$tmp/$demo.trace.json"
+        fi
         depth=$(sed -n -E 's/^The depth of the complete state graph search is ([0-9]+)\.$/\1/p' "$tmp/out")
 
         if [ "$got" = "$expected" ]; then
@@ -97,7 +106,7 @@ while read -r demo model prop prog; do
             failed=$((failed + 1))
         fi
         row "$demo" "$build" "$expected" "$got" "${generated:--}" "${distinct:--}" \
-            "${depth:--}" "$seconds" "$result"
+            "${depth:--}" "$trace" "$seconds" "$result"
 
         left=$(ps -ww -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
         if [ "$left" -gt 0 ]; then     # give an exiting process a moment, then look again

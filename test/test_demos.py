@@ -247,5 +247,8 @@ def test_bug_gate_script_on_two_demos():
     assert [(row[0], row[1]) for row in rows] == [("relay", "correct"), ("relay", "bug"),
                                                   ("lease", "correct"), ("lease", "bug")]
     assert all(row[-1] == "PASS" for row in rows)
-    assert [tuple(int(n) for n in row[-5:-2]) for row in rows] == [
+    # generated, distinct, depth, then the counterexample's length (states)
+    assert [tuple(int(n) for n in row[-6:-3]) for row in rows] == [
         COUNTS[demo, build] for demo in ("relay", "lease") for build in ("correct", "bug")]
+    assert [row[-3] for row in rows][::2] == ["-", "-"]
+    assert all(int(row[-3]) >= 2 for row in rows[1::2])

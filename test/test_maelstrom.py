@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from cmc.errors import ModelError
+from cmc.lang import load_model
 from conftest import ROOT, counts, run_cmc, without_timestamps
 
 DEMO = ROOT / "demo" / "maelstrom"
@@ -25,6 +27,7 @@ CORRECT = {
     "echo": (9, 9, 4),
     "unique-ids": (19, 19, 5),
     "broadcast": (162, 140, 12),
+    "g-counter": (379, 260, 19),
 }
 
 # model: (the verdict, the steps of the counterexample, its counts)
@@ -39,6 +42,25 @@ BUGGY = {
                    '<DROP n1 -> n2 {"type":"gossip","message":1,"msg_id":1}>',
                    "<FIRE client r2 starts @ 3.000s>",
                    '<DELIVER r2 -> n2 {"type":"read","msg_id":1}>'], (18, 16, 5)),
+    # both adds read the total before either writes: the second write loses the first
+    "g-counter": ("Error: Invariant final_read_counts_every_ack is violated.",
+                  ['<DELIVER c1 -> n1 {"type":"add","delta":1,"msg_id":1}>',
+                   '<DELIVER c2 -> n2 {"type":"add","delta":2,"msg_id":1}>',
+                   '<DELIVER n1 -> seq-kv {"type":"read","key":"counter","msg_id":1}>',
+                   '<DELIVER n2 -> seq-kv {"type":"read","key":"counter","msg_id":1}>',
+                   '<DELIVER seq-kv -> n1 {"type":"error","code":20,"text":"key does not exist",'
+                   '"in_reply_to":1}>',
+                   '<DELIVER n1 -> seq-kv {"type":"write","key":"counter","value":1,"msg_id":2}>',
+                   '<DELIVER seq-kv -> n1 {"type":"write_ok","in_reply_to":2}>',
+                   '<DELIVER seq-kv -> n2 {"type":"error","code":20,"text":"key does not exist",'
+                   '"in_reply_to":1}>',
+                   '<DELIVER n2 -> seq-kv {"type":"write","key":"counter","value":2,"msg_id":2}>',
+                   '<DELIVER seq-kv -> n2 {"type":"write_ok","in_reply_to":2}>',
+                   "<FIRE client r1 starts @ 1.000s>",
+                   '<DELIVER r1 -> n1 {"type":"read","msg_id":1}>',
+                   '<DELIVER n1 -> seq-kv {"type":"read","key":"counter","msg_id":3}>',
+                   '<DELIVER seq-kv -> n1 {"type":"read_ok","value":2,"in_reply_to":3}>'],
+                  (272, 187, 15)),
 }
 
 
@@ -111,3 +133,63 @@ def test_a_message_to_nobody_is_a_target_error(tmp_path):
     assert r.returncode == 3, r.stdout + r.stderr
     assert "node n1 (step 0, launch): sent a message to 'n9', which is no node, client or " \
            "service of the model (n1)" in r.stdout + r.stderr
+
+
+NODE = 'node n1 = maelstrom "/bin/cat"\n'
+
+
+@pytest.mark.parametrize("text, line, col, message", [
+    ('node n1 = maelstorm "/bin/cat"\n', 1, 11,
+     "unknown node kind maelstorm (did you mean maelstrom?): a node is  node NAME = "
+     '"COMMAND"  or, speaking Maelstrom\'s protocol on stdin and stdout,  node NAME = '
+     'maelstrom "COMMAND"'),
+    (NODE + 'client c1 -> n2: {"type": "echo"}\n', 2, 14,
+     "client c1 -> n2: n2 is not a Maelstrom node of the model (n1)"),
+    (NODE + 'client c1 -> n1: "echo\\n"\n', 2, 18,
+     'client c1 is a Maelstrom client: each request is a JSON object, the message body '
+     '({"type": "echo", "echo": "hi"})'),
+    (NODE + 'client c1 -> n1: {"echo": 1}\n', 2, 18,
+     'a request body needs a "type" string (the message\'s type: echo, generate, '
+     "broadcast, read ...)"),
+    (NODE + 'client c1 -> n1: {"type": "echo", "msg_id": 4}\n', 2, 18,
+     "msg_id is cmc's to give (1, 2, ... per client); leave it out of the body"),
+    (NODE + 'client c1 -> n1: {"type": "echo", "type": "read"}\n', 2, 35,
+     "the key 'type' is in this object twice"),
+    (NODE + 'client c0 -> n1: {"type": "echo"}\n', 2, 8,
+     "c0 is the client init comes from (Maelstrom's way); name the client otherwise"),
+    (NODE + 'client c1 -> "127.0.0.1:7000": {"type": "echo"}\n', 2, 32,
+     "client c1 sends to an address: its requests are strings; a JSON body is a request "
+     "to a Maelstrom node (client NAME -> NODE: {...})"),
+    (NODE + "service lin-kvs\n", 2, 9,
+     "unknown service lin-kvs (did you mean lin-kv?): cmc has lin-kv, seq-kv, lin-tso"),
+    (NODE + "service seq-kv\nservice seq-kv\n", 3, 9,
+     "a second service seq-kv line (the first is at line 2)"),
+    ('node n1 = "/bin/cat"\nservice lin-kv\n', 2, 9,
+     'a service answers Maelstrom nodes, and this model has none (node NAME = maelstrom '
+     '"COMMAND")'),
+    (NODE + 'client c1 after 1s -> n1: {"type": "echo"}\n', 2, 8,
+     "client c1 after ...: a client waits for the clock only under time virtual (add a "
+     "line `time virtual`)"),
+])
+def test_model_errors(tmp_path, text, line, col, message):
+    path = tmp_path / "m.model"
+    path.write_text(text)
+    with pytest.raises(ModelError) as caught:
+        load_model(str(path))
+    err = caught.value
+    assert (err.line, err.col, err.message) == (line, col, message), err.render()
+
+
+def test_a_model_with_json_bodies_loads(tmp_path):
+    path = tmp_path / "m.model"
+    path.write_text(NODE + 'node n2 = maelstrom "/bin/cat"\nservice lin-kv\n'
+                    'client c1 -> n2:\n    {"type": "broadcast", "message": -3},\n'
+                    '    {"type": "x", "v": [true, null, {"k": "\\n"}], "e": {}}\n')
+    m = load_model(str(path))
+    assert m.maelstrom.nodes == ("n1", "n2")
+    assert m.maelstrom.services == ("lin-kv",)
+    c = m.maelstrom.clients[0]
+    assert (c.name, c.node) == ("c1", "n2")
+    assert c.bodies == ('{"type":"broadcast","message":-3}',
+                        '{"type":"x","v":[true,null,{"k":"\\n"}],"e":{}}')
+    assert m.clients == ()

@@ -154,3 +154,39 @@ def cmc_json(model: str, *flags: str) -> dict:
     finally:
         if os.path.exists(with_json):
             os.remove(with_json)
+
+
+def gate(*cmc_flags: str) -> dict:
+    """scripts/bug_gate.sh over every demo with these flags: {(demo, build): row}."""
+    env = dict(os.environ, CMC=" ".join([sys.executable, "-m", "cmc", *cmc_flags]))
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bug_gate.sh")], cwd=ROOT,
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=3600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {}
+    for line in r.stdout.splitlines():
+        cols = line.split()
+        if len(cols) > 3 and cols[1] in ("correct", "bug") and cols[-1] == "PASS":
+            rows[cols[0], cols[1]] = cols
+    return rows
+
+
+@pytest.mark.slow
+def test_bug_gate_with_por_gives_the_full_verdicts_and_lengths():
+    """Every demo both ways, with and without --por: the same verdict and property; for
+    a correct build the same distinct count and depth, fewer or as many transitions;
+    for a bug build a counterexample of the same length."""
+    full, reduced = gate(), gate("--por")
+    assert full.keys() == reduced.keys() and len(full) >= 30
+    for (demo, build), a in full.items():
+        b = reduced[demo, build]
+        # columns: demo build expected got generated distinct depth trace seconds result
+        got_a, got_b = a[a.index("exit"):-6], b[b.index("exit"):-6]
+        assert got_a == got_b, (demo, build, a, b)
+        generated_a, distinct_a, depth_a, trace_a = a[-6:-2]
+        generated_b, distinct_b, depth_b, trace_b = b[-6:-2]
+        if build == "correct":
+            assert (distinct_a, depth_a) == (distinct_b, depth_b), (demo, a, b)
+            assert int(generated_b) <= int(generated_a), (demo, a, b)
+        else:
+            assert trace_a == trace_b, (demo, a, b)

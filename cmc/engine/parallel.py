@@ -75,18 +75,25 @@ class ReplayHandler:
     to a world, take one step; the answer is ("ok", label, fingerprint, world,
     actions) or ("raise", error)."""
 
-    def __init__(self, worker_model, index: int):
+    def __init__(self, worker_model, index: int, por: bool = False):
         self.model = worker_model(index)
+        self.por = por          # --por: each answer ends with what the step touched
 
     def handle(self, job) -> tuple:
         keys, fps, key, det = job
         model = self.model
         try:
-            label, fp2, view2, actions2 = take_step(replay(model, keys, fps)[0], key,
-                                                    with_actions=True)
+            system = replay(model, keys, fps)[0]
+            before = system.traits() if self.por else None
+            label, fp2, view2, actions2 = take_step(system, key, with_actions=True,
+                                                    close=False)
+            try:
+                touched = (system.changed(before),) if self.por else ()
+            finally:
+                system.close()
             if det:
                 recheck(model, keys, fps, key, label, fp2, view2)
-            return ("ok", label, fp2, view2, actions2)
+            return ("ok", label, fp2, view2, actions2) + touched
         except Exception as e:      # noqa: BLE001 — carried to the parent, raised there
             return _carried(e)
 
@@ -156,9 +163,9 @@ def _serve(conn, handler) -> None:
         handler.close()
 
 
-def _replay_worker(conn, worker_model, index: int) -> None:
+def _replay_worker(conn, worker_model, index: int, por: bool = False) -> None:
     """A worker process of ParallelBreadthFirst (ReplayHandler's jobs)."""
-    _serve(conn, ReplayHandler(worker_model, index))
+    _serve(conn, ReplayHandler(worker_model, index, por))
 
 
 class _Worker(Accounted):
@@ -257,6 +264,7 @@ class _Answer:
 
 class ParallelBreadthFirst(BreadthFirst):
     WINDOW_PER_WORKER = 4     # jobs handed out ahead per worker: enough to never starve
+    por = False               # --por (engine/por.py): the workers say what each step touched
     LOOKAHEAD = 1             # steps made ready per job handed out (see the --fast subclass)
 
     def __init__(self, model, properties, reporter, workers: int, worker_model, **kw):
@@ -269,7 +277,8 @@ class ParallelBreadthFirst(BreadthFirst):
     def run(self) -> Outcome:
         # The workers are made before anything is launched, so that they inherit no
         # descriptor of the parent's node processes.
-        return self._with_pool(_replay_worker, ReplayHandler, lambda i: (self.worker_model, i))
+        return self._with_pool(_replay_worker, ReplayHandler,
+                               lambda i: (self.worker_model, i, self.por))
 
     def _with_pool(self, target, handler, args_of) -> Outcome:
         """Start the workers, search, stop them; the workers' accounts go in the
@@ -391,10 +400,11 @@ class FastHandler:
     one result per action, as ReplayHandler's plus (copied, kept); an error ends the
     list."""
 
-    def __init__(self, worker_model, index: int, keep: int):
+    def __init__(self, worker_model, index: int, keep: int, por: bool = False):
         self.model = worker_model(index)
         self.keep = keep
         self.cache: dict = {}
+        self.por = por          # --por: each result ends with what the step touched
 
     def handle(self, job) -> list:
         model, cache = self.model, self.cache
@@ -410,8 +420,10 @@ class FastHandler:
         try:
             held = cache.pop(fp, None) or replay(model, keys, fps)[0]
             counted = Stats()
+            before = held.traits() if self.por else None
             for key, system, (label, fp2, view2, actions2) in steps_by_copy(
                     model, held, keys, fps, action_keys, step, counted):
+                touched = (system.changed(before),) if self.por else ()
                 kept = may_keep and bool(actions2) and fp2 not in cache \
                     and len(cache) < self.keep
                 if kept:
@@ -421,7 +433,7 @@ class FastHandler:
                 if det:
                     recheck(model, keys, fps, key, label, fp2, view2)
                 out.append(("ok", label, fp2, view2, actions2, counted.copies, kept,
-                            counted.replayed))
+                            counted.replayed) + touched)
                 counted.copies, counted.replayed = 0, {}
         except Exception as e:      # noqa: BLE001
             out.append(_carried(e))
@@ -434,9 +446,9 @@ class FastHandler:
         self.model.close_all()
 
 
-def _fast_worker(conn, worker_model, index: int, keep: int) -> None:
+def _fast_worker(conn, worker_model, index: int, keep: int, por: bool = False) -> None:
     """A worker process of FastParallelBreadthFirst (FastHandler's jobs)."""
-    _serve(conn, FastHandler(worker_model, index, keep))
+    _serve(conn, FastHandler(worker_model, index, keep, por))
 
 
 class _Job:
@@ -489,7 +501,7 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
         self.holder: dict = {}          # world -> the worker keeping a snapshot of it
         self.ready: list[_Job] = []     # made ready, not sent, in BFS order
         return self._with_pool(_fast_worker, FastHandler,
-                         lambda i: (self.worker_model, i, self.KEEP_PER_WORKER))
+                               lambda i: (self.worker_model, i, self.KEEP_PER_WORKER, self.por))
 
     def _submit(self, fp, actions, depth) -> list:
         if not actions:
@@ -549,7 +561,7 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
         result = handle.get()
         if result[0] != "ok":
             return result
-        _, label, fp2, view2, actions2, copies, kept, replayed = result
+        _, label, fp2, view2, actions2, copies, kept, replayed = result[:8]
         self.stats.copies += copies
         for why, n in replayed.items():
             self.stats.replayed[why] = self.stats.replayed.get(why, 0) + n
@@ -559,4 +571,4 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
                 self.holder[fp2] = worker       # merge is about to queue it
             else:
                 worker.drop.append(fp2)
-        return result[:5]
+        return result[:5] + result[8:]      # with --por, what the step touched

@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from .bfs import BreadthFirst
+from .parallel import FastParallelBreadthFirst, ParallelBreadthFirst
 from .model import Outcome
 from .replay import replay, steps_by_copy
 
@@ -54,9 +55,12 @@ class PorCheckFailed(Exception):
     """--check-por: a transition the reduction skipped led to a world it never reached."""
 
 
-class ReducedBreadthFirst(BreadthFirst):
-    """BreadthFirst with sleep sets. `check_por`: also take every transition skipped
-    (not counted) and require, at the end, that each led to a world the search reached."""
+class SleepSets:
+    """What the reduced searches share (mixed in before a breadth-first search class):
+    each world's sleep set, the worlds expanded, those queued again for the actions
+    their sleep set lost, and the merge of a world's steps (`merge_reduced`).
+    `check_por` (one worker): also take every transition skipped (not counted) and
+    require, at the end, that each led to a world the search reached."""
 
     def __init__(self, *args, check_por: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -68,98 +72,18 @@ class ReducedBreadthFirst(BreadthFirst):
         self.again: dict[bytes, set] = {}      # expanded worlds queued again: for these keys
         self.check = check_por
         self.landings: list[tuple[bytes, tuple, bytes]] = []   # --check-por
-        self._at: tuple | None = None          # (world, its traits) while it is expanded
         self._steps: dict[tuple, Footprint] = {}
 
-    def _run(self) -> Outcome:
-        system, fp0, _, outcome = self.begin()
-        if outcome is not None:
-            return outcome
-        self.asleep[fp0] = {}
-        queue = deque([fp0])
-        held = system
-        try:
-            while queue:
-                fp = queue.popleft()
-                self.stats.queue = len(queue)
-                outcome = self.expand(fp, held, queue)
-                held = None
-                if outcome is not None:
-                    self.stats.queue = len(queue)
-                    return outcome
-                self.tick(len(queue))
-        finally:
-            if held is not None:
-                held.close()
-        self.verify_landings()
-        return self.finish()
-
-    def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
-        depth = self.parent[fp][2]
-        first = fp not in self.expanded
-        if self.max_depth is not None and depth >= self.max_depth:
-            if held is not None:
-                held.close()
-            self.stats.unexplored += first
-            self.expanded.add(fp)
-            return None
-        only = None if first else self.again.pop(fp, set())
-        self.expanded.add(fp)
-        held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
-        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
-        if first:
-            # With no DELIVER enabled the quiescence rule needs every FIRE's outcome:
-            # those are taken, asleep or not.
-            idle = not any(a.moves_messages for a in actions)
-            take = [a for a in actions if a.key not in base or (idle and a.fires)]
-        else:
-            take = [a for a in actions if a.key in only]
-        taken = {a.key for a in take}
-        skipped = [a for a in actions if a.key not in taken] if first else []
-        self.stats.slept += len(skipped)
-        checked = skipped if self.check else []
-        todo = take + checked
-        if not todo:
-            if actions:
-                held.close()
-            return self.merge_reduced(fp, view, depth, actions, base, first, iter(()), queue)
-        self._at = (fp, held.traits())
-        self._steps = {}
-        if self.fast:
-            successors = self._copied(held, keys, fps, todo, depth, {a.key for a in checked})
-        else:
-            successors = self._replayed(held, keys, fps, todo)
-        return self.merge_reduced(fp, view, depth, actions, base, first, successors, queue,
-                                  {a.key for a in checked})
-
-    # -- taking the steps ------------------------------------------------------------
-    def step(self, system, keys, fps, key, close: bool = True):
-        label, fp2, view2 = super().step(system, keys, fps, key, close=False)
-        try:
-            at, before = self._at
-            self._steps[key] = Footprint(system.changed(before), fp2 == at)
-        finally:
-            if close:
-                system.close()
-        return label, fp2, view2
-
-    def _replayed(self, held, keys, fps, todo):
-        for i, action in enumerate(todo):
-            system = held if i == 0 else replay(self.model, keys, fps)[0]
-            _, fp2, view2 = self.step(system, keys, fps, action.key)
-            yield action.key, fp2, view2, fp2
-
-    def _copied(self, held, keys, fps, todo, depth, checked: set):
-        def step(system, key):
-            return self.step(system, keys, fps, key, close=False)
-        for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
-                                                          [a.key for a in todo], step,
-                                                          self.stats):
-            if fp2 in self.parent or key in checked:
-                system.close()
-            else:
-                self.keep(fp2, system, depth + 1)
-            yield key, fp2, view2, fp2
+    def to_take(self, fp: bytes, actions: list, first: bool) -> list:
+        """The actions to take from world fp now: those not asleep there (and, with no
+        DELIVER enabled, every FIRE: the quiescence rule needs each one's outcome);
+        when it is expanded again, those its sleep set lost since."""
+        if not first:
+            again = self.again.get(fp, ())
+            return [a for a in actions if a.key in again]
+        base = self.asleep.get(fp, {}) if self.reduce else {}
+        idle = not any(a.moves_messages for a in actions)
+        return [a for a in actions if a.key not in base or (idle and a.fires)]
 
     # -- what the steps found ----------------------------------------------------------
     def merge_reduced(self, fp: bytes, view: dict, depth: int, actions: list, base: dict,
@@ -211,9 +135,13 @@ class ReducedBreadthFirst(BreadthFirst):
             pending = self.again.get(fp)
             if pending is None:
                 self.again[fp] = set(missing)
-                queue.append(fp)
+                self.requeue(fp, queue)
             else:
                 pending |= missing
+
+    def requeue(self, fp: bytes, queue: deque) -> None:
+        """Queue world fp, expanded already, to be expanded again (`again`)."""
+        queue.append(fp)
 
     def verify_landings(self) -> None:
         for fp, key, fp2 in self.landings:
@@ -227,3 +155,189 @@ class ReducedBreadthFirst(BreadthFirst):
                     "something they share)\n" + "\n".join(
                         f"  {i}: {s.label or '<Initial predicate>'}"
                         for i, s in enumerate(steps, 1)))
+
+
+class ReducedBreadthFirst(SleepSets, BreadthFirst):
+    """BreadthFirst with sleep sets, one worker."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._at: tuple | None = None          # (world, its traits) while it is expanded
+
+    def _run(self) -> Outcome:
+        system, fp0, _, outcome = self.begin()
+        if outcome is not None:
+            return outcome
+        self.asleep[fp0] = {}
+        queue = deque([fp0])
+        held = system
+        try:
+            while queue:
+                fp = queue.popleft()
+                self.stats.queue = len(queue)
+                outcome = self.expand(fp, held, queue)
+                held = None
+                if outcome is not None:
+                    self.stats.queue = len(queue)
+                    return outcome
+                self.tick(len(queue))
+        finally:
+            if held is not None:
+                held.close()
+        self.verify_landings()
+        return self.finish()
+
+    def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
+        depth = self.parent[fp][2]
+        first = fp not in self.expanded
+        if self.max_depth is not None and depth >= self.max_depth:
+            if held is not None:
+                held.close()
+            self.stats.unexplored += first
+            self.expanded.add(fp)
+            return None
+        held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
+        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
+        take = self.to_take(fp, actions, first)
+        self.again.pop(fp, None)
+        self.expanded.add(fp)
+        taken = {a.key for a in take}
+        skipped = [a for a in actions if a.key not in taken] if first else []
+        self.stats.slept += len(skipped)
+        checked = skipped if self.check else []
+        todo = take + checked
+        if not todo:
+            if actions:
+                held.close()
+            return self.merge_reduced(fp, view, depth, actions, base, first, iter(()), queue)
+        self._at = (fp, held.traits())
+        self._steps = {}
+        if self.fast:
+            successors = self._copied(held, keys, fps, todo, depth, {a.key for a in checked})
+        else:
+            successors = self._replayed(held, keys, fps, todo)
+        return self.merge_reduced(fp, view, depth, actions, base, first, successors, queue,
+                                  {a.key for a in checked})
+
+    # -- taking the steps ------------------------------------------------------------
+    def step(self, system, keys, fps, key, close: bool = True):
+        label, fp2, view2 = super().step(system, keys, fps, key, close=False)
+        try:
+            at, before = self._at
+            self._steps[key] = Footprint(system.changed(before), fp2 == at)
+        finally:
+            if close:
+                system.close()
+        return label, fp2, view2
+
+    def _replayed(self, held, keys, fps, todo):
+        for i, action in enumerate(todo):
+            system = held if i == 0 else replay(self.model, keys, fps)[0]
+            _, fp2, view2 = self.step(system, keys, fps, action.key)
+            yield action.key, fp2, view2, fp2
+
+    def _copied(self, held, keys, fps, todo, depth, checked: set):
+        def step(system, key):
+            return self.step(system, keys, fps, key, close=False)
+        for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
+                                                          [a.key for a in todo], step,
+                                                          self.stats):
+            if fp2 in self.parent or key in checked:
+                system.close()
+            else:
+                self.keep(fp2, system, depth + 1)
+            yield key, fp2, view2, fp2
+
+
+
+class _ReducedPool(SleepSets):
+    """Sleep sets with --workers (mixed in before ParallelBreadthFirst or its --fast
+    subclass): the parent keeps the sleep sets and merges in breadth-first order, as
+    one worker does, so the counts are one worker's. A world's steps are handed out
+    when it leaves the queue, for the actions not asleep then; its sleep set can only
+    lose actions before it is merged, and those are taken then, as one more job, so
+    that the merge takes what one worker would have taken at that point."""
+    por = True                  # the workers say what each step touched
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._items: dict[bytes, tuple] = {}    # world -> its queue item (to queue again)
+
+    def requeue(self, fp: bytes, queue: deque) -> None:
+        queue.append(self._items[fp])
+
+    def _search(self) -> Outcome:
+        system, fp0, view0, outcome = self.begin()
+        if outcome is not None:
+            return outcome
+        try:
+            actions0 = system.actions()
+        finally:
+            system.close()
+        self.asleep[fp0] = {}
+        self._items[fp0] = (fp0, view0, actions0)
+        queue = deque([self._items[fp0]])          # found (or to expand again), not handed out
+        pending = deque()                           # handed out, not yet merged
+        window = self.workers * self.WINDOW_PER_WORKER * self.LOOKAHEAD
+        outstanding = 0
+        while queue or pending:
+            while queue and (outstanding < window or not pending):
+                fp, view, actions = queue.popleft()
+                depth = self.parent[fp][2]
+                first = fp not in self.expanded
+                if self.max_depth is not None and depth >= self.max_depth:
+                    self.stats.unexplored += first
+                    self.expanded.add(fp)
+                    continue
+                take = self.to_take(fp, actions, first)
+                jobs = self._submit(fp, take, depth)
+                outstanding += len(jobs)
+                pending.append((fp, view, actions, depth, first, take, jobs))
+            if not pending:
+                break
+            fp, view, actions, depth, first, take, jobs = pending.popleft()
+            outstanding -= len(jobs)
+            self.stats.queue = len(queue) + len(pending)
+            outcome = self._merge_reduced_world(fp, view, actions, depth, first, take, jobs,
+                                                queue)
+            if outcome is not None:
+                self.stats.queue = len(queue) + len(pending)
+                return outcome
+            self.tick(len(queue) + len(pending))
+        return self.finish()
+
+    def _merge_reduced_world(self, fp, view, actions, depth, first, take, jobs, queue):
+        """Merge world fp's steps: those its sleep set lets through now (handed out
+        then, or now for what it lost since)."""
+        need = self.to_take(fp, actions, first)
+        self.again.pop(fp, None)
+        self.expanded.add(fp)
+        if first:
+            self.stats.slept += len(actions) - len(need)
+        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
+        handed = {a.key: job for a, job in zip(take, jobs)}
+        late = [a for a in need if a.key not in handed]
+        if late:                                  # lost from its sleep set since
+            handed.update(zip((a.key for a in late), self._submit(fp, late, depth)))
+
+        def successors():
+            for action in need:
+                result = self._result(handed[action.key])
+                if result[0] == "raise":
+                    raise result[1]
+                _, label, fp2, view2, actions2, touched = result
+                self.stats.generated += 1
+                self._steps[action.key] = Footprint(touched, fp2 == fp)
+                item = (fp2, view2, actions2)
+                if fp2 not in self._items:
+                    self._items[fp2] = item
+                yield action.key, fp2, view2, item
+        return self.merge_reduced(fp, view, depth, actions, base, first, successors(), queue)
+
+
+class ReducedParallelBreadthFirst(_ReducedPool, ParallelBreadthFirst):
+    """--por --no-fast --workers N."""
+
+
+class ReducedFastParallelBreadthFirst(_ReducedPool, FastParallelBreadthFirst):
+    """--por --workers N (worlds copied)."""

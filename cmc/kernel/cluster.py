@@ -18,7 +18,7 @@ from typing import Callable
 
 import xxhash
 
-from ..errors import EngineError
+from ..errors import EngineError, TargetError
 from ..interrupts import interrupts_held
 from .calls import shm
 from .calls.dispatch import dispatch
@@ -30,7 +30,7 @@ from .world.actions import (Action, ClientStart, Crash, DatagramAction, Fire, Me
                             ResetChannel, describe_key)
 from .world.clients import Client
 from .world.content import compact
-from .world.net import DATA, Connection, Msg, Network, Owner, Told, fmt_addr
+from .world.net import CONNECT, DATA, Connection, Msg, Network, Owner, Told, fmt_addr
 
 
 def digest(data: bytes) -> bytes:
@@ -73,6 +73,9 @@ class ClusterSpec:
     private_pids: bool = False  # machine pids private: a PID namespace per launch
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
     maelstrom: object = None   # maelstrom.MaelstromSpec: nodes speaking Maelstrom's protocol
+    # `peers` lines: node index -> the indexes of the nodes it may connect or send to
+    # (a node without a line may reach any); checked at every step (Cluster.check_peer)
+    peers: dict = field(default_factory=dict)
 
 
 class Cluster:
@@ -173,6 +176,11 @@ class Cluster:
         """A node sends on its end of conn. Bytes to a ghost client are consumed
         at once (no DELIVER, no DROP: docs/model-file.md, the `client` statement)."""
         receiver = conn.end(1 - side)
+        if self.spec.peers and receiver is not None:
+            sender = conn.end(side).owner.node
+            if sender is not None and receiver.owner.node is not None:
+                self.check_peer(sender, receiver.owner.node, "sends to",
+                                conn.dst if side == 0 else conn.a.addr)
         if receiver is not None and receiver.owner.client is not None:
             client = self.client_named(receiver.owner.client)
             if msg.kind == DATA:
@@ -184,6 +192,19 @@ class Cluster:
             return
         full = len(conn.chan[side]) >= self.net.channel_cap     # name the ends in the error
         self.net.send(conn, side, msg, " -> ".join(self._chan_names(conn, side)) if full else "")
+
+    def check_peer(self, sender: int, receiver: int, what: str, addr) -> None:
+        """A `peers` line (docs/model-file.md): node `sender` reaches node `receiver` at
+        addr (connects, sends, its CONNECT or datagram arrives); a node that declares its
+        peers may reach only them and itself. Anything else is a target error (exit 3)."""
+        allowed = self.spec.peers.get(sender)
+        if allowed is None or receiver == sender or receiver in allowed:
+            return
+        node = self.nodes[sender]
+        names = ", ".join(self.nodes[i].name for i in sorted(allowed)) or "none"
+        raise TargetError(self.where(node) + f"{what} {fmt_addr(addr)}, where node "
+                          f"{self.nodes[receiver].name} listens, which is not among its "
+                          f"peers (the model's line: peers {node.name}: {names})")
 
     def process_exited(self, proc) -> None:
         """A process of a node ended by itself: the kernel closes its descriptors (a
@@ -350,7 +371,12 @@ class Cluster:
         net.reads = set()
         match action:
             case MessageAction(kind="DELIVER"):
-                self._tell(net.deliver(net.connection(action.conn), action.side, action.index))
+                conn = net.connection(action.conn)
+                self._tell(net.deliver(conn, action.side, action.index))
+                if self.spec.peers and action.msg == CONNECT and conn.b is not None \
+                        and conn.a.owner.node is not None:
+                    self.check_peer(conn.a.owner.node, conn.b.owner.node, "connected to",
+                                    conn.dst)
             case MessageAction(kind="DROP"):
                 self.budgets["drop"] -= 1
                 net.drop(net.connection(action.conn), action.side, action.index)
@@ -361,7 +387,12 @@ class Cluster:
                 self.budgets["dup"] -= 1
                 net.dup(net.connection(action.conn), action.side, action.index)
             case DatagramAction(kind="DELIVER"):
-                self._tell(net.deliver_dgram(net.datagram(action.group)))
+                d = net.datagram(action.group)
+                if self.spec.peers:
+                    found = net.udp_for(d.dst)
+                    if found is not None:
+                        self.check_peer(d.src_node, found[0], "sent a datagram to", d.dst)
+                self._tell(net.deliver_dgram(d))
             case DatagramAction(kind="DROP"):
                 self.budgets["drop"] -= 1
                 net.drop_dgram(net.datagram(action.group))

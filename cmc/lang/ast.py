@@ -264,6 +264,8 @@ class Model:
     time: TimeDecl = ASYNC          # the time line (docs/model-file.md)
     machine: MachineDecl = MACHINE  # the machine lines (docs/model-file.md)
     maelstrom: MaelstromDecl | None = None  # nodes speaking Maelstrom's protocol
+    # `peers NODE: A, B` lines: (node, the nodes it may connect or send to), in order
+    peers: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, C
                           Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
                           MachineDecl, Unary, error_at)
 from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, JsonBody,
-                             MachineStmt, NetworkStmt, NodeStmt, ServiceStmt,
+                             MachineStmt, NetworkStmt, NodeStmt, PeersStmt, ServiceStmt,
                              OpStmt, ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
                              TimeStmt, parse_source)
 
@@ -118,6 +118,35 @@ MACHINE_ITEMS = ("cpus", "memory", "pids")
 PIDS = ("shared", "private")
 MEMORY_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 MAX_CPUS = 1024                 # what a cpu_set_t holds
+
+
+def _peers(lines: list[PeersStmt], nodes: list) -> tuple:
+    """The `peers NODE: A, B` lines (docs/model-file.md): each names a node and the
+    nodes it may connect or send to; one line per node, each peer a node, once."""
+    names = [n.name for n in nodes]
+    seen: dict[str, Loc] = {}
+    out = []
+    for stmt in lines:
+        if stmt.node not in names:
+            raise error_at(stmt.node_loc, f"peers {stmt.node}: no node is named {stmt.node}"
+                           f"{_suggest(stmt.node, names)}")
+        if stmt.node in seen:
+            raise error_at(stmt.node_loc, f"a second peers line for node {stmt.node} "
+                           f"({_first_at(seen[stmt.node])})")
+        seen[stmt.node] = stmt.node_loc
+        listed: list[str] = []
+        for name, loc in stmt.peers:
+            if name not in names:
+                raise error_at(loc, f"peers {stmt.node}: no node is named {name}"
+                               f"{_suggest(name, names)} (a peer is a node of the model)")
+            if name == stmt.node:
+                raise error_at(loc, f"peers {stmt.node}: a node need not list itself "
+                               "(it may always reach itself)")
+            if name in listed:
+                raise error_at(loc, f"peers {stmt.node}: {name} is listed twice")
+            listed.append(name)
+        out.append((stmt.node, tuple(listed)))
+    return tuple(out)
 
 
 def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl:
@@ -246,6 +275,7 @@ class _Assembler:
         property_lines: dict[str, Loc] = {}
         build, reply, network, disk, time = None, None, "fifo", DISKS[0], TimeDecl()
         machine, machine_lines = MachineDecl(), {}
+        peer_lines: list[PeersStmt] = []
         nodes, clients, properties, ops = [], [], [], []
         maelstrom_clients, services, service_lines = [], [], {}
         budgets = dict(BUDGET_DEFAULTS)
@@ -292,6 +322,8 @@ class _Assembler:
                 time = _time(stmt)
             elif isinstance(stmt, MachineStmt):
                 machine = _machine(stmt, machine, machine_lines)
+            elif isinstance(stmt, PeersStmt):
+                peer_lines.append(stmt)
             elif isinstance(stmt, BudgetStmt):
                 budgets[stmt.kind] = self.budget(stmt, budget_lines)
             elif isinstance(stmt, OpStmt):
@@ -305,6 +337,7 @@ class _Assembler:
         if not nodes:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
+        peers = _peers(peer_lines, nodes)
         _check_history(properties, ops, reply)
         maelstrom = _maelstrom(nodes, maelstrom_clients, services, service_lines)
         if maelstrom is not None:
@@ -322,7 +355,7 @@ class _Assembler:
                            "time async a message may arrive at any time already")
         return Model(self.path, self.folder, self.source.text, self.params, build,
                      tuple(nodes), tuple(clients), reply, network, budgets, tuple(properties),
-                     disk, tuple(ops), time, machine, maelstrom)
+                     disk, tuple(ops), time, machine, maelstrom, peers)
 
     # params and -D
 

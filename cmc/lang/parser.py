@@ -168,6 +168,13 @@ class MachineStmt(Statement):
 
 
 @dataclass(frozen=True)
+class PeersStmt(Statement):
+    node: str
+    node_loc: Loc
+    peers: tuple[tuple[str, Loc], ...]   # each peer's name and where it is written
+
+
+@dataclass(frozen=True)
 class BudgetStmt(Statement):
     kind: str
     kind_loc: Loc
@@ -556,6 +563,11 @@ class _Builder:
                                self.at(value))
         return MachineStmt(*head, item.value, self.at(item), self.integer(value),
                            unit[0].value if unit else None, self.at(value))
+
+    def peers_stmt(self, head, children) -> PeersStmt:
+        node, _colon, *rest = children
+        return PeersStmt(*head, node.value, self.at(node),
+                         tuple((t.value, self.at(t)) for t in rest if t.type == "NAME"))
 
     def budget_stmt(self, head, children) -> BudgetStmt:
         kind, *value = children

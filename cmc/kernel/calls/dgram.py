@@ -54,7 +54,12 @@ def send(proc, sock: Sock, data: bytes, dst) -> object:
     if len(data) > 65507:
         return Err(errno.EMSGSIZE)
     src = default_local(proc, sock, dst[0])
-    proc.node.cluster.net.send_datagram(Datagram(proc.node.index, src, dst, data))
+    cluster = proc.node.cluster
+    if proc.node.index in cluster.spec.peers:       # a `peers` line
+        found = cluster.net.udp_for(dst)
+        if found is not None:
+            cluster.check_peer(proc.node.index, found[0], "sends a datagram to", dst)
+    cluster.net.send_datagram(Datagram(proc.node.index, src, dst, data))
     return Ret(len(data), data)
 
 

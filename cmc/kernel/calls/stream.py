@@ -192,7 +192,12 @@ def sys_connect(call, sock):
     if sock.local is None:
         sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", proc.node.cluster.ephemeral_port(proc.node))
         proc.node.cluster.net.tcp.append((proc.node.index, sock))
-    sock.conn = proc.node.cluster.net.connect(Owner(node=proc.node.index), sock.local, dst)
+    cluster = proc.node.cluster
+    if proc.node.index in cluster.spec.peers:       # a `peers` line: checked now if
+        found = cluster.net.listener_for(dst)       # someone listens there already,
+        if found is not None:                       # else when the CONNECT arrives
+            cluster.check_peer(proc.node.index, found[0], "connects to", dst)
+    sock.conn = cluster.net.connect(Owner(node=proc.node.index), sock.local, dst)
     sock.side = 0
     sock.connecting = True
     if sock.nonblock:
