@@ -35,7 +35,7 @@ from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, L
 STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "time",
                       "machine", "budget",
                       "invariant", "witness", "quiescent", "action", "eventually", "op",
-                      "linearizable", "service")
+                      "linearizable", "service", "peers")
 
 
 # --- located source ------------------------------------------------------------------
