@@ -111,7 +111,6 @@ class Cluster:
         self.events = 0
         self.step = 0
         self.step_label = "launch"
-        self._ports = [40000 + 1000 * i for i in range(len(self.nodes))]
         self.recording = False         # keep a call log and per-step output (replay)
         self.shift = 0                 # launch nodes with CMC_DET_PAD (node.det_pad)
         self.calls: list[tuple[str, str]] = []
@@ -162,9 +161,27 @@ class Cluster:
             return ""
         return f"; its stderr ends with:\n{tail}" if tail else ""
 
-    def ephemeral_port(self, node: Node) -> int:
-        self._ports[node.index] += 1
-        return self._ports[node.index]
+    PORTS = 999     # ephemeral ports of a node: 40001 + 1000 * index, and the 998 above
+
+    def ephemeral_port(self, node: Node) -> int | None:
+        """The port a node's socket gets when it names none (connect, listen, bind to port
+        0, a first UDP send): the lowest of the node's range that nothing uses now, no
+        socket bound to it and no connection the network still knows (established, in
+        flight, half-closed, not yet collected) with an end there; None when all are.
+        That is a function of the world (its listeners, UDP sockets and connections are
+        in the fingerprint), not of how many ports the path gave out before: with a
+        counter, two paths that met in one world after different numbers of connects
+        gave the next connect different ports (--check-merges found it; docs/design.md,
+        "Ports"). A port still in a connection the peers know is never given again."""
+        low = 40001 + 1000 * node.index
+        high = low + self.PORTS
+        net = self.net
+        used = {s.local[1] for _, s in net.tcp} | {addr[1] for addr in net.udp}
+        for c in net.conns:
+            used.add(c.a.addr[1])
+            if c.b is not None:
+                used.add(c.b.addr[1])
+        return next((p for p in range(low, high) if p not in used), None)
 
     def name_of(self, owner: Owner) -> str:
         return self.nodes[owner.node].name if owner.client is None else owner.client

@@ -14,9 +14,14 @@ from ..world.net import Datagram, Sock, sock_timeout
 
 
 def default_local(proc, sock: Sock, toward: str | None = None):
+    """The socket's address, bound to an ephemeral port first if it has none; None when
+    every port of the node's range is in use (the caller's EAGAIN, as Linux's autobind)."""
     if sock.local is None:
         v6 = sock.family == socket.AF_INET6 and (toward is None or ":" in toward)
-        sock.local = ("::1" if v6 else "127.0.0.1", proc.node.cluster.ephemeral_port(proc.node))
+        port = proc.node.cluster.ephemeral_port(proc.node)
+        if port is None:
+            return None
+        sock.local = ("::1" if v6 else "127.0.0.1", port)
         proc.node.cluster.net.udp[sock.local] = (proc.node.index, sock)
     return sock.local
 
@@ -38,8 +43,9 @@ def connect(proc, sock: Sock, raw_addr: int, length: int) -> object:
     parsed = sockaddr.read(proc, raw_addr, length)
     if parsed is None:
         return Err(errno.EINVAL)
+    if default_local(proc, sock, parsed[1][0]) is None:
+        return Err(errno.EAGAIN)
     sock.peer = parsed[1]
-    default_local(proc, sock, parsed[1][0])
     return Ret(0)
 
 
@@ -54,6 +60,8 @@ def send(proc, sock: Sock, data: bytes, dst) -> object:
     if len(data) > 65507:
         return Err(errno.EMSGSIZE)
     src = default_local(proc, sock, dst[0])
+    if src is None:
+        return Err(errno.EAGAIN)
     cluster = proc.node.cluster
     if proc.node.index in cluster.spec.peers:       # a `peers` line
         found = cluster.net.udp_for(dst)

@@ -73,6 +73,8 @@ def _bind_virtual(call, sock):
     ip, port = parsed
     if port == 0:
         port = proc.node.cluster.ephemeral_port(proc.node)
+        if port is None:                 # every port of the node's range in use
+            return Err(errno.EADDRINUSE)
     addr = (ip, port)
     if sock.stype == SOCK_DGRAM:
         return dgram.bind(proc, sock, addr)
@@ -109,8 +111,10 @@ def sys_listen(call, sock):
         return Err(errno.EINVAL)
     net = proc.node.cluster.net
     if sock.local is None:
-        sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::",
-                      proc.node.cluster.ephemeral_port(proc.node))
+        port = proc.node.cluster.ephemeral_port(proc.node)
+        if port is None:
+            return Err(errno.EADDRINUSE)
+        sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::", port)
         net.tcp.append((proc.node.index, sock))
     if not sock.listening:
         if net.tcp_conflict(sock, sock.local, listening=True):
@@ -190,7 +194,10 @@ def sys_connect(call, sock):
     if dst[0] in ("0.0.0.0", "::"):
         dst = ("127.0.0.1" if dst[0] == "0.0.0.0" else "::1", dst[1])
     if sock.local is None:
-        sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", proc.node.cluster.ephemeral_port(proc.node))
+        port = proc.node.cluster.ephemeral_port(proc.node)
+        if port is None:
+            return Err(errno.EADDRNOTAVAIL)
+        sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", port)
         proc.node.cluster.net.tcp.append((proc.node.index, sock))
     cluster = proc.node.cluster
     if proc.node.index in cluster.spec.peers:       # a `peers` line: checked now if
