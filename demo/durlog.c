@@ -61,6 +61,10 @@ static const char *role;
 static struct log mem;     /* this incarnation's log, in memory */
 static struct log disk;    /* what the log file holds as of the last fsync */
 static int log_fd = -1;
+/* The primary's tries so far: broken connections while forwarding one PUT, and refused
+ * connects in a row. They decide whether the next failure gives up, so they are state
+ * (in the fd-3 line while either is not 0: two primaries alike but for them act apart). */
+static int forward_try, connect_try;
 
 static void die(const char *what)
 {
@@ -99,14 +103,18 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
-/* One canonical JSON line, e.g. {"role":"primary","log":[7,8]}, in one write(2). */
+/* One canonical JSON line, e.g. {"role":"primary","log":[7,8]}, in one write(2); the
+ * in-memory one with "tries":[FORWARD,CONNECT] while the primary is retrying. */
 static void emit_state(int fd, const struct log *l)
 {
-    char line[64 + MAX_LOG * 22];
+    char line[96 + MAX_LOG * 22];
     int n = snprintf(line, sizeof line, "{\"role\":\"%s\",\"log\":[", role);
     for (int i = 0; i < l->n; i++)
         n += snprintf(line + n, sizeof line - n, "%s%ld", i ? "," : "", l->v[i]);
-    n += snprintf(line + n, sizeof line - n, "]}\n");
+    n += snprintf(line + n, sizeof line - n, "]");
+    if (fd == STATE_FD && (forward_try || connect_try))
+        n += snprintf(line + n, sizeof line - n, ",\"tries\":[%d,%d]", forward_try, connect_try);
+    n += snprintf(line + n, sizeof line - n, "}\n");
     write_all(fd, line, (size_t)n);   /* a lost state line must not stop the node */
 }
 
@@ -166,6 +174,15 @@ static void persist(long v)
 static void remember(long v)
 {
     log_push(&mem, v);
+    emit_state(STATE_FD, &mem);
+}
+
+static void set_tries(int forward, int connect)
+{
+    if (forward == forward_try && connect == connect_try)
+        return;
+    forward_try = forward;
+    connect_try = connect;
     emit_state(STATE_FD, &mem);
 }
 
@@ -287,15 +304,18 @@ static int connect_backup(void)
 {
     static const struct timespec pause = { 0, 100 * 1000 * 1000 };
     for (int i = 0; i < CONNECT_TRIES; i++) {
+        set_tries(forward_try, i);
         if (i > 0)
             nanosleep(&pause, NULL);
         if ((backup.fd = connect_to(&backup_addr)) >= 0) {
             backup.len = 0;
             printf("primary: connected to backup\n");
+            set_tries(forward_try, 0);
             return 1;
         }
     }
     printf("primary: backup unreachable\n");
+    set_tries(forward_try, 0);
     return 0;
 }
 
@@ -312,12 +332,13 @@ static void answer(struct conn *c, long v)
 /* Forward PUT v to the backup and wait for its ACK v. A broken connection is reopened
  * and the PUT sent again. 1 once the backup has v durably, 0 if it cannot be reached.
  * (client is only used by the BUG build, to acknowledge early.) */
-static int replicate(long v, struct conn *client)
+static int forward(long v, struct conn *client)
 {
     char req[32], line[LINE_LEN], want[32];
     snprintf(req, sizeof req, "PUT %ld\n", v);
     snprintf(want, sizeof want, "ACK %ld", v);
     for (int try = 0; try < FORWARD_TRIES; try++) {
+        set_tries(try, 0);
         if (backup.fd < 0 && !connect_backup())
             return 0;
         if (send_line(backup.fd, req) < 0) {
@@ -339,6 +360,13 @@ static int replicate(long v, struct conn *client)
         close_conn(&backup);
     }
     return 0;
+}
+
+static int replicate(long v, struct conn *client)
+{
+    int done = forward(v, client);
+    set_tries(0, 0);
+    return done;
 }
 
 static void handle_put(struct conn *c, long v)
