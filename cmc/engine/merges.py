@@ -167,7 +167,7 @@ class MergeCheck:
             action = taken.label
             what = f"after <{action}> from it, {difference(parts, parts2)}"
             fields = taken.fields or {}
-            node = _node_of(parts, parts2) or fields.get("node") or fields.get("dst")
+            node = _node_of(parts, parts2, fields)
         who = f"node {node} declares" if key is not None and node else "the nodes declare"
         lines = [f"--check-merges: two paths reach the same world, and {what} (first path, "
                  f"then second). The state {who} on fd 3 leaves out something that "
@@ -188,24 +188,41 @@ class MergeCheck:
                 "first path led.")
 
 
-def _node_of(parts_a: list, parts_b: list) -> str | None:
+def _node_of(parts_a: list, parts_b: list, fields: dict) -> str | None:
     """The node a difference between two worlds' parts points at: the node whose
-    declared state, durable state or life differs, or that sent the first message
-    that differs."""
-    for (name, x), (_, y) in zip(parts_a, parts_b):
-        for field in x:
-            if x[field] == y.get(field):
-                continue
-            if "[" in field:
-                return field[field.index("[") + 1:-1]
-            if name.startswith("node "):
-                return name[5:]
-            if field == "network":
-                for m, n in zip(x[field] + [None], y.get(field, []) + [None]):
-                    if m != n:
-                        return (m or n or {}).get("src")
-            return None
-    return None
+    declared state, durable state or life differs, or that sent a message one world has
+    in flight and the other has not; else the node the action (`fields`) went to. Never
+    a ghost client: it declares nothing (a message of its that differs is a node's doing,
+    e.g. a reset that ended it)."""
+    nodes = {f[5:-1] for f in parts_a[0][1] if f.startswith("node[")}
+    first = next(((name, field, x[field], y.get(field))
+                  for (name, x), (_, y) in zip(parts_a, parts_b)
+                  for field in x if x[field] != y.get(field)), None)
+    if first is not None:
+        name, field, a, b = first
+        if "[" in field:
+            return field[field.index("[") + 1:-1]
+        if name.startswith("node "):
+            return name[5:]
+        if field == "network":
+            odd = _unmatched(a, b or []) + _unmatched(b or [], a) or \
+                [m or n for m, n in zip(a + [None], (b or []) + [None]) if m != n]
+            found = next((m["src"] for m in odd if m.get("src") in nodes), None)
+            if found:
+                return found
+    return next((fields[f] for f in ("node", "dst") if fields.get(f) in nodes), None)
+
+
+def _unmatched(msgs: list, others: list) -> list:
+    """The messages of `msgs` that `others` does not have (as many times)."""
+    left = list(others)
+    out = []
+    for m in msgs:
+        if m in left:
+            left.remove(m)
+        else:
+            out.append(m)
+    return out
 
 
 def _labels(model, keys: list) -> list[str]:
