@@ -156,6 +156,22 @@ def cmc_json(model: str, *flags: str) -> dict:
             os.remove(with_json)
 
 
+def test_twopc_reduced_with_one_worker_and_two():
+    """The same worlds, depth and verdict as the full search, fewer transitions, every
+    skipped one landing on a world reached (--check-por), and two workers giving one
+    worker's counts."""
+    full = cmc_json("models/twopc.model")
+    one = cmc_json("models/twopc.model", "--por", "--check-por")
+    two = cmc_json("models/twopc.model", "--por", "--workers", "2")
+    assert full["verdict"] == one["verdict"] == two["verdict"] == "ok"
+    assert one["counts"]["distinct"] == full["counts"]["distinct"]
+    assert one["depth"] == two["depth"] == full["depth"]
+    assert one["counts"] == two["counts"]
+    assert one["por"] == two["por"] == {
+        "reduced": True, "skipped": full["counts"]["generated"] - one["counts"]["generated"]}
+    assert one["counts"]["generated"] < full["counts"]["generated"]
+    assert "por" not in full
+
 def gate(*cmc_flags: str) -> dict:
     """scripts/bug_gate.sh over every demo with these flags: {(demo, build): row}."""
     env = dict(os.environ, CMC=" ".join([sys.executable, "-m", "cmc", *cmc_flags]))

@@ -203,7 +203,8 @@ class ReducedBreadthFirst(SleepSets, BreadthFirst):
         self.expanded.add(fp)
         taken = {a.key for a in take}
         skipped = [a for a in actions if a.key not in taken] if first else []
-        self.stats.slept += len(skipped)
+        # skipped: not taken from this world, ever (taken again: no longer skipped)
+        self.stats.slept += len(skipped) if first else -len(take)
         checked = skipped if self.check else []
         todo = take + checked
         if not todo:
@@ -312,8 +313,7 @@ class _ReducedPool(SleepSets):
         need = self.to_take(fp, actions, first)
         self.again.pop(fp, None)
         self.expanded.add(fp)
-        if first:
-            self.stats.slept += len(actions) - len(need)
+        self.stats.slept += len(actions) - len(need) if first else -len(need)
         base = dict(self.asleep.get(fp, {})) if self.reduce else {}
         handed = {a.key: job for a, job in zip(take, jobs)}
         late = [a for a in need if a.key not in handed]
