@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shlex
 import signal
 import sys
 import time
@@ -281,6 +282,47 @@ def _end(program: bool, mask) -> None:
         drop_interrupts(mask)
 
 
+def maelstrom_argv(argv: list[str]) -> list[str]:
+    """`cmc maelstrom WORKLOAD --bin CMD [--node-count N] [--ops N] [--write-model FILE]
+    [options]` (docs/maelstrom.md): write the workload's model (to FILE, by default
+    maelstrom-WORKLOAD.model here) and return the arguments that check it (the other
+    options, as for any model). A word of CMD that names a file here is made absolute,
+    so the model runs it from wherever it is kept."""
+    from .lang.workloads import DEFAULT_OPS, NOT_YET, WORKLOADS, model_text
+    p = _ArgParser(prog="cmc maelstrom", description="Check Maelstrom nodes on one of its "
+                   "workloads (docs/maelstrom.md); other options are cmc's.")
+    p.add_argument("workload", choices=WORKLOADS + NOT_YET, metavar="WORKLOAD",
+                   help=", ".join(WORKLOADS))
+    p.add_argument("--bin", required=True, metavar="CMD", help="the node's command")
+    p.add_argument("--node-count", type=_count(1), default=2, metavar="N")
+    p.add_argument("--ops", type=_count(1), metavar="N",
+                   help="how many operations the clients send (default: 1 for broadcast "
+                   "and g-set, whose values go to every node; 2 for the others)")
+    p.add_argument("--write-model", metavar="FILE",
+                   help="where the model goes (default maelstrom-WORKLOAD.model)")
+    ours, rest = p.parse_known_args(argv)
+    if ours.workload in NOT_YET:
+        p.error(f"{ours.workload} has no model of its own yet: write its clients and "
+                "properties in a model file (docs/maelstrom.md, \"The workloads\")")
+    try:
+        words = [os.path.abspath(w) if not os.path.isabs(w) and os.path.exists(w) else w
+                 for w in shlex.split(ours.bin)]
+    except ValueError as e:
+        p.error(f"--bin {ours.bin!r}: {e}")
+    if not words:
+        p.error("--bin is empty")
+    path = ours.write_model or f"maelstrom-{ours.workload}.model"
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(model_text(ours.workload, shlex.join(words), ours.node_count,
+                               ours.ops or DEFAULT_OPS.get(ours.workload, 2)))
+    except OSError as e:
+        p.error(f"cannot write the model to {path}: {e.strerror}")
+    print(f"cmc maelstrom: the model is {path} (edit it; cmc --model-file {path} checks it "
+          "again)", file=sys.stderr)
+    return ["--model-file", path, *rest]
+
+
 def main(argv=None) -> int:
     """The program (argv None: sys.argv), or a run called in-process (argv given)."""
     program = argv is None
@@ -296,7 +338,8 @@ def main(argv=None) -> int:
     mask = None
     try:
         try:
-            run.args = parse_args(argv)
+            run.args = parse_args(maelstrom_argv(argv[1:]) if argv[:1] == ["maelstrom"]
+                                  else argv)
             outcome = check(run.args, run)
             status = EXIT_OK if outcome.verdict == "ok" else EXIT_VIOLATION
         finally:

@@ -193,3 +193,65 @@ def test_a_model_with_json_bodies_loads(tmp_path):
     assert c.bodies == ('{"type":"broadcast","message":-3}',
                         '{"type":"x","v":[true,null,{"k":"\\n"}],"e":{}}')
     assert m.clients == ()
+
+
+# `cmc maelstrom WORKLOAD --bin CMD`: (node, flags, exit status, counts)
+COMMAND = {
+    "echo": ("echo.py", "", 0, (5, 5, 3)),
+    "echo-bug": ("echo.py", " --bug", 1, (3, 3, 2)),
+    "unique-ids": ("unique_ids.py", "", 0, (5, 5, 3)),
+    "unique-ids-bug": ("unique_ids.py", " --bug", 1, (4, 4, 3)),
+    "broadcast-bug": ("broadcast.py", " --bug", 1, (118, 91, 8)),
+    "g-counter": ("g_counter.py", "", 0, (1291, 766, 23)),
+    "g-counter-bug": ("g_counter.py", " --bug", 1, (408, 279, 15)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMMAND))
+def test_the_maelstrom_command(case, tmp_path):
+    """The first command a Maelstrom user runs: it writes the workload's model here and
+    checks it, with the defaults (a DROP, time virtual where messages go between nodes)
+    that find the planted bugs."""
+    script, flags, status, expected = COMMAND[case]
+    workload = case.removesuffix("-bug")
+    r = run_cmc("maelstrom", workload, "--bin", f"python3 {DEMO / script}{flags}",
+                "--max-memory", "3G", cwd=tmp_path)
+    assert r.returncode == status, r.stdout + r.stderr
+    assert counts(r.stdout) == expected
+    model = tmp_path / f"maelstrom-{workload}.model"
+    assert f"cmc maelstrom: the model is maelstrom-{workload}.model" in r.stderr
+    again = run_cmc("--model-file", model, "--max-memory", "3G", cwd=tmp_path)
+    assert again.returncode == status and counts(again.stdout) == expected
+
+
+def test_the_model_the_command_writes(tmp_path):
+    r = run_cmc("maelstrom", "echo", "--bin", "./node --fast", "--node-count", "3", "--ops", "3",
+                "--write-model", tmp_path / "echo.model", "--no-build", cwd=tmp_path)
+    assert (tmp_path / "echo.model").read_text() == (
+        "# cmc maelstrom echo --bin './node --fast' --node-count 3 --ops 3\n"
+        "# (docs/maelstrom.md; edit it and run cmc --model-file on it)\n"
+        'node n1 = maelstrom "./node --fast"\n'
+        'node n2 = maelstrom "./node --fast"\n'
+        'node n3 = maelstrom "./node --fast"\n'
+        "\n"
+        'client c1 -> n1: {"type": "echo", "echo": "hello"}\n'
+        'client c2 -> n2: {"type": "echo", "echo": 7}\n'
+        'client c3 -> n3: {"type": "echo", "echo": ["a", 1]}\n'
+        "\n"
+        "invariant echoed:\n"
+        '    all r in replies: r.body.type == "echo_ok" and r.body.echo == r.req.echo\n'
+        "quiescent all_answered: len(replies) == 3\n")
+    assert r.returncode == 2            # ./node does not exist (here): a model error
+    assert "node" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["lin-kv", "--bin", "x"], "cmc maelstrom: lin-kv has no model of its own yet: write its "
+     'clients and properties in a model file (docs/maelstrom.md, "The workloads")'),
+    (["echo"], "cmc maelstrom: the following arguments are required: --bin"),
+    (["echo", "--bin", "'x"], "cmc maelstrom: --bin \"'x\": No closing quotation"),
+])
+def test_the_maelstrom_command_refuses(args, message, tmp_path):
+    r = run_cmc("maelstrom", *args, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr

@@ -1,0 +1,97 @@
+"""Maelstrom's workloads as model files (docs/maelstrom.md, "cmc maelstrom"): the model
+text `cmc maelstrom WORKLOAD --bin CMD` checks, which `--write-model` keeps to edit.
+
+Each workload is client lines and properties over `replies`, small by default (two
+nodes, two operations, one for broadcast and g-set): a search grows with every message
+in flight. Operation i goes
+to node i mod N. Where messages go between the nodes, the model lets the network lose
+one (`budget drop 1`) and runs under `time virtual`, so that a node's resend timer fires
+once the network has done what it will, and the final reads come after that (`after`).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+
+WORKLOADS = ("echo", "unique-ids", "broadcast", "g-set", "g-counter", "pn-counter")
+NOT_YET = ("lin-kv", "kafka", "txn-list-append", "txn-rw-register")
+# The operations of a check by default: a broadcast's value travels to every node, and
+# each more one multiplies the orders its gossip can take (two take minutes).
+DEFAULT_OPS = {"broadcast": 1, "g-set": 1}
+
+# Payloads whose JSON types a node must keep (a number is not its text).
+_ECHOES = ("hello", 7, ["a", 1], {"k": None}, -3, True)
+
+
+def _body(**fields) -> str:
+    return json.dumps(fields, separators=(", ", ": "))
+
+
+def model_text(workload: str, command: str, nodes: int, ops: int) -> str:
+    """The model of `workload` over `nodes` copies of `command`, with `ops` operations."""
+    names = [f"n{i + 1}" for i in range(nodes)]
+    head = [f"# cmc maelstrom {workload} --bin {shlex.quote(command)} --node-count {nodes} "
+            f"--ops {ops}",
+            "# (docs/maelstrom.md; edit it and run cmc --model-file on it)"]
+    head += [f"node {n} = maelstrom {json.dumps(command)}" for n in names]
+    to = [names[i % nodes] for i in range(ops)]       # the node of operation i
+    if workload == "echo":
+        lines = [f"client c{i + 1} -> {to[i]}: "
+                 + _body(type="echo", echo=_ECHOES[i % len(_ECHOES)]) for i in range(ops)]
+        lines += ["", "invariant echoed:",
+                  '    all r in replies: r.body.type == "echo_ok" and r.body.echo == r.req.echo',
+                  f"quiescent all_answered: len(replies) == {ops}"]
+    elif workload == "unique-ids":
+        lines = [f"client c{i + 1} -> {to[i]}: {_body(type='generate')}" for i in range(ops)]
+        lines += ["", "invariant unique:",
+                  "    all a in replies: all b in replies: a.index != b.index => "
+                  "a.body.id != b.body.id",
+                  f"quiescent all_answered: len(replies) == {ops}"]
+    elif workload in ("broadcast", "g-set"):
+        lines = _sets(workload, names, to, ops)
+    elif workload in ("g-counter", "pn-counter"):
+        lines = _counters(workload, names, to, ops)
+    else:
+        raise ValueError(workload)
+    return "\n".join(head + [""] + lines) + "\n"
+
+
+def _sets(workload: str, names: list[str], to: list[str], ops: int) -> list[str]:
+    """broadcast and g-set: every value acknowledged is in every final read. A node's
+    client sends broadcast's topology first (a full mesh), then that node's values."""
+    add, field, listed = (("broadcast", "message", "messages") if workload == "broadcast"
+                          else ("add", "element", "value"))
+    topology = {n: [m for m in names if m != n] for n in names}
+    lines = ["time virtual horizon 4s", "budget drop 1", ""]
+    for k, n in enumerate(names):
+        bodies = [_body(type="topology", topology=topology)] if workload == "broadcast" else []
+        bodies += [_body(**{"type": add, field: i + 1}) for i in range(ops) if to[i] == n]
+        if bodies:
+            lines.append(f"client c{k + 1} -> {n}: " + ", ".join(bodies))
+    lines.append("# the final reads, once a resend has had time")
+    lines += [f"client r{k + 1} after 3s -> {n}: {_body(type='read')}"
+              for k, n in enumerate(names)]
+    lines += ["", "invariant final_reads_have_every_ack:",
+              '    all r in replies: r.req.type == "read" =>',
+              f'        all b in replies: b.body.type == "{add}_ok" => '
+              f"b.req.{field} in r.body.{listed}",
+              'witness read: some r in replies: r.req.type == "read"']
+    return lines
+
+
+def _counters(workload: str, names: list[str], to: list[str], ops: int) -> list[str]:
+    """g-counter and pn-counter over seq-kv: once every add was acknowledged, a final
+    read is their sum. One client per add (the language has no sum over a filter)."""
+    deltas = [-(i + 1) if workload == "pn-counter" and i % 2 else i + 1 for i in range(ops)]
+    lines = ["service seq-kv", "time virtual", "budget drop 1", ""]
+    lines += [f"client c{i + 1} -> {to[i]}: {_body(type='add', delta=deltas[i])}"
+              for i in range(ops)]
+    lines.append("# the final reads, once every add is done")
+    lines += [f"client r{k + 1} after 1s -> {n}: {_body(type='read')}"
+              for k, n in enumerate(names)]
+    lines += ["", "invariant final_reads_count_every_ack:",
+              '    all r in replies: r.req.type == "read" =>']
+    lines += [f'        (some a in replies: a.client == "c{i + 1}" and a.body.type == "add_ok") =>'
+              for i in range(ops)]
+    lines.append(f"        r.body.value == {sum(deltas)}")
+    return lines
