@@ -22,7 +22,7 @@ import os
 from .engine.model import Action, ActionKind, CopyFailed, Property
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
-from .kernel.maelstrom import MaelstromClient, MaelstromSpec
+from .kernel.maelstrom import MaelstromClient, MaelstromSpec, make_cluster
 from .kernel.proc.fork import ForkFailed, NotForkable, Roots
 from .lang import (EvaluationError, StateChecks, history_rows, history_violations,
                    reply_record)
@@ -288,11 +288,11 @@ class ClusterModel:
     def fresh(self, shift: int = 0) -> _Tracked:
         if self.many:
             root = self.new_root()
-            cluster = Cluster(self.spec, root)
+            cluster = make_cluster(self.spec, root)
             cluster.own(root, self.roots)
         else:
             self.close_all()   # one cluster at a time shares the working directories
-            cluster = Cluster(self.spec, self._root(0))
+            cluster = make_cluster(self.spec, self._root(0))
         cluster.recording = self.recording
         cluster.shift = shift
         tracked = _Tracked(cluster, self, shift=shift)

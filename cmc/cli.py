@@ -18,6 +18,7 @@ import time
 from . import __version__
 from .adapter import PropertyEvaluationError
 from .check import DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, check
+from .check import DEFAULT_OPS, NOT_YET, WORKLOADS, model_text
 from .errors import CmcError, ModelError, UsageError
 from .report import json as json_report
 from .report.tlc import render_evaluated_in
@@ -288,7 +289,6 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     maelstrom-WORKLOAD.model here) and return the arguments that check it (the other
     options, as for any model). A word of CMD that names a file here is made absolute,
     so the model runs it from wherever it is kept."""
-    from .lang.workloads import DEFAULT_OPS, NOT_YET, WORKLOADS, model_text
     p = _ArgParser(prog="cmc maelstrom", description="Check Maelstrom nodes on one of its "
                    "workloads (docs/maelstrom.md); other options are cmc's.")
     p.add_argument("workload", choices=WORKLOADS + NOT_YET, metavar="WORKLOAD",

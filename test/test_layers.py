@@ -38,7 +38,7 @@ MAY_IMPORT = {
     "cmc.resources": {"cmc.errors"},    # --max-memory: the run's memory and scratch, watched
     # the kernel is seen through its face (a world of nodes) and the copying errors
     "cmc.adapter": {"cmc.errors", "cmc.engine", "cmc.lang", "cmc.kernel.cluster",
-                    "cmc.kernel.proc.fork"},
+                    "cmc.kernel.maelstrom", "cmc.kernel.proc.fork"},
     "cmc.engine": {"cmc.engine", "cmc.errors"},
     "cmc.lang": {"cmc.lang", "cmc.errors"},
     # The kernel by role, bottom-up: each room stands on those below it, never above.
@@ -54,6 +54,8 @@ MAY_IMPORT = {
                         "cmc.kernel.linux", "cmc.errors", "cmc.interrupts"},
     "cmc.kernel.cluster": {"cmc.kernel.proc", "cmc.kernel.calls", "cmc.kernel.world",
                            "cmc.kernel.linux", "cmc.errors", "cmc.interrupts"},
+    # a cluster some of whose nodes speak Maelstrom's protocol: the kernel's other face
+    "cmc.kernel.maelstrom": {"cmc.kernel.cluster", "cmc.kernel.world", "cmc.errors"},
     # a reporter renders what the engine emits (Outcome, Stats, Step: the engine's
     # protocol module), and the JSON report carries cmc's version
     "cmc.report": {"cmc.report", "cmc.errors", "cmc", "cmc.engine.model"},

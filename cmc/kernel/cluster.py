@@ -81,13 +81,6 @@ class ClusterSpec:
 class Cluster:
     dispatch = staticmethod(dispatch)     # how its nodes' calls are answered
 
-    def __new__(cls, spec=None, workroot=None):
-        """A cluster with Maelstrom nodes is a MaelstromCluster (maelstrom.py)."""
-        if cls is Cluster and spec is not None and spec.maelstrom is not None:
-            from .maelstrom import MaelstromCluster
-            cls = MaelstromCluster
-        return super().__new__(cls)
-
     def __init__(self, spec: ClusterSpec, workroot: str):
         self.spec = spec
         self.workroot = workroot

@@ -437,6 +437,12 @@ class MaelstromCluster(Cluster):
         return out
 
 
+def make_cluster(spec, workroot: str) -> Cluster:
+    """The cluster of `spec`: a MaelstromCluster when some of its nodes speak Maelstrom's
+    protocol, else a plain one."""
+    return (Cluster if spec.maelstrom is None else MaelstromCluster)(spec, workroot)
+
+
 def _error(code: int, text: str) -> dict:
     return {"type": "error", "code": code, "text": text}
 
