@@ -132,6 +132,7 @@ class ClientState:
         self.msg_id = 0
         self.pending: int | None = None     # msg_id of its request in flight
         self.req = None                     # that request's body, as given
+        self.open_op: int | None = None     # its request as an entry of the history
         self.started = spec.after_ns is None
 
     def state(self) -> tuple:
@@ -237,6 +238,11 @@ class MaelstromCluster(Cluster):
             return                      # not an answer to its request in flight
         self.replies.append({"client": dest, "node": node.index, "index": len(self.replies),
                              "req": client.req, "body": body})
+        if client.open_op is not None:      # the history's entry completes
+            self.events += 1
+            self.history[client.open_op].update(complete=self.events, completed=self.step + 1,
+                                                reply=len(self.replies) - 1)
+            client.open_op = None
         client.pending = None
         self._send_next(client)
 
@@ -248,6 +254,13 @@ class MaelstromCluster(Cluster):
         client.next_req += 1
         client.msg_id += 1
         client.req, client.pending = dict(body), client.msg_id
+        if self.spec.history:       # an operation of the history (lang/history.py)
+            self.events += 1
+            client.open_op = len(self.history)
+            self.history.append({"client": spec.name, "index": client.next_req - 1,
+                                 "req": spec.bodies[client.next_req - 1], "body": dict(body),
+                                 "invoke": self.events, "invoked": self.step + 1,
+                                 "complete": None, "completed": None, "reply": None})
         body["msg_id"] = client.msg_id
         line = compact_json({"src": spec.name, "dest": spec.node, "body": body})
         self.net.letters.append(Letter(spec.name, spec.node, line, self.net.clock))

@@ -15,6 +15,7 @@ pending.
 from __future__ import annotations
 
 import functools
+import json
 
 from cmc.lang.ast import Model
 from cmc.lang.linearizable import Op, violations
@@ -22,10 +23,53 @@ from cmc.lang.linearizable import Op, violations
 __all__ = ["history_rows", "history_violations"]
 
 
+# Maelstrom's error codes that say an operation did not happen (its protocol's
+# "definite" ones); any other error leaves it indefinite: pending.
+DEFINITE = frozenset((1, 10, 11, 12, 14, 20, 21, 22, 30))
+KEY_DOES_NOT_EXIST = 20
+
+
+def _maelstrom_op(entry: dict, replies: list) -> Op | None:
+    """A Maelstrom client's request as an operation of the history, by its body's type:
+    read, write or cas (the lin-kv workload's); None for other types and for a request
+    answered with a definite error (it did not happen), except a read of a key that does
+    not exist, which read the initial value."""
+    body = entry["body"]
+    kind, key = body.get("type"), json.dumps(body.get("key"), sort_keys=True)
+    if kind not in ("read", "write", "cas"):
+        return None
+    answer = None if entry["reply"] is None else replies[entry["reply"]]["body"]
+    complete = entry["complete"]
+    if answer is not None and answer.get("type") == "error":
+        code = answer.get("code")
+        if kind == "read" and code == KEY_DOES_NOT_EXIST:
+            answer = {"value": None}
+        elif code in DEFINITE:
+            return None
+        else:
+            complete = None                 # indefinite: it may have happened
+    if kind == "write":
+        value = _canon(body.get("value"))
+    elif kind == "cas":
+        value = (_canon(body.get("from")), _canon(body.get("to")))
+    else:
+        value = None if answer is None else _canon(answer.get("value"))
+    return Op(kind, key, value, entry["invoke"], complete, entry["client"])
+
+
+def _canon(value) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
 def _operations(model: Model, view: dict) -> list[tuple[Op, dict]]:
     out = []
     replies = view.get("replies", [])
     for entry in view.get("history", []):
+        if "body" in entry:                 # a Maelstrom client's
+            op = _maelstrom_op(entry, replies)
+            if op is not None:
+                out.append((op, entry))
+            continue
         for decl in model.ops:
             match = decl.regex.fullmatch(entry["req"])
             if match is not None:
@@ -60,6 +104,13 @@ def history_violations(model: Model, view: dict) -> tuple:
     return _violations(tuple(op for op, _ in _operations(model, view)))
 
 
+def _shown(record: dict) -> str:
+    """A reply as a history row shows it: its line, or a Maelstrom answer's body."""
+    if "raw" in record:
+        return record["raw"]
+    return json.dumps(record["body"], separators=(",", ":"))
+
+
 def history_rows(model: Model, view: dict) -> list[dict]:
     """The history as a report shows it: one row per operation, in invoke order, with
     its client, kind, key, value, request, reply (null: pending), the states at which
@@ -72,7 +123,7 @@ def history_rows(model: Model, view: dict) -> list[dict]:
         rows.append({
             "client": op.client, "kind": op.kind, "key": op.key, "value": op.value,
             "request": entry["req"],
-            "reply": None if entry["reply"] is None else replies[entry["reply"]]["raw"],
+            "reply": None if entry["reply"] is None else _shown(replies[entry["reply"]]),
             "invoked": entry["invoked"], "completed": entry["completed"],
             "invoke_event": entry["invoke"], "complete_event": entry["complete"],
             "violating": op.key in bad,

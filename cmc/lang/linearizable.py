@@ -30,9 +30,10 @@ _PENDING = float("inf")
 
 @dataclass(frozen=True)
 class Op:
-    kind: str                   # "read" | "write"
+    kind: str                   # "read" | "write" | "cas" (a Maelstrom lin-kv's)
     key: object                 # None: the one register
-    value: object               # written (write) or returned (read; None: the initial value)
+    value: object               # written (write), returned (read; None: the initial
+                                # value), or (from, to) (cas)
     invoke: float
     complete: float | None      # None: pending
     client: str = ""
@@ -85,9 +86,16 @@ def _unlift(e: _Entry) -> None:
 
 
 def _step(state, op: Op):
-    """(allowed, state after) of applying op to a register holding `state`."""
+    """(allowed, state after) of applying op to a register holding `state`. A cas's
+    value is (from, to): it took effect, so the register held `from`; a pending one
+    that could not have taken effect here is one that failed, or never happened."""
     if op.kind == "write":
         return True, op.value
+    if op.kind == "cas":
+        before, after = op.value
+        if state == before:
+            return True, after
+        return op.complete is None, state
     if op.complete is None:           # a pending read: it returned nothing to check
         return True, state
     return op.value == state, state

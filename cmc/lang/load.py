@@ -338,8 +338,8 @@ class _Assembler:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
         peers = _peers(peer_lines, nodes)
-        _check_history(properties, ops, reply)
         maelstrom = _maelstrom(nodes, maelstrom_clients, services, service_lines)
+        _check_history(properties, ops, reply, maelstrom)
         if maelstrom is not None:
             clients_after = [c for c in maelstrom.clients if c.after_ns is not None]
             if clients_after and not time.virtual:
@@ -559,9 +559,12 @@ def _op(stmt: OpStmt) -> OpDecl:
 
 
 def _check_history(properties: list[Property], ops: list[OpDecl],
-                   reply: ReplyDecl | None) -> None:
-    """A linearizable property needs op lines, and reads need a reply with a val."""
+                   reply: ReplyDecl | None, maelstrom: MaelstromDecl | None = None) -> None:
+    """A linearizable property needs op lines (or Maelstrom clients, whose read, write
+    and cas bodies are operations as they are), and reads need a reply with a val."""
     checked = [p for p in properties if p.kind == "linearizable"]
+    if checked and not ops and maelstrom is not None and maelstrom.clients:
+        return
     if checked and not ops:
         raise error_at(checked[0].loc, f"linearizable {checked[0].name} checks the history "
                        "of the requests that op lines classify, and this model has none: "

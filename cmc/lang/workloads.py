@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import shlex
 
-WORKLOADS = ("echo", "unique-ids", "broadcast", "g-set", "g-counter", "pn-counter")
-NOT_YET = ("lin-kv", "kafka", "txn-list-append", "txn-rw-register")
+WORKLOADS = ("echo", "unique-ids", "broadcast", "g-set", "g-counter", "pn-counter", "lin-kv")
+NOT_YET = ("kafka", "txn-list-append", "txn-rw-register")
 # The operations of a check by default: a broadcast's value travels to every node, and
 # each more one multiplies the orders its gossip can take (two take minutes).
 DEFAULT_OPS = {"broadcast": 1, "g-set": 1}
@@ -51,6 +51,8 @@ def model_text(workload: str, command: str, nodes: int, ops: int) -> str:
         lines = _sets(workload, names, to, ops)
     elif workload in ("g-counter", "pn-counter"):
         lines = _counters(workload, names, to, ops)
+    elif workload == "lin-kv":
+        lines = _lin_kv(names, to, ops)
     else:
         raise ValueError(workload)
     return "\n".join(head + [""] + lines) + "\n"
@@ -94,4 +96,24 @@ def _counters(workload: str, names: list[str], to: list[str], ops: int) -> list[
     lines += [f'        (some a in replies: a.client == "c{i + 1}" and a.body.type == "add_ok") =>'
               for i in range(ops)]
     lines.append(f"        r.body.value == {sum(deltas)}")
+    return lines
+
+
+def _lin_kv(names: list[str], to: list[str], ops: int) -> list[str]:
+    """lin-kv: one key; operation i writes i + 1, reads, or compare-and-sets what the
+    write before it wrote, in turn; a final read on every node; the history must be
+    linearizable."""
+    lines = ["time virtual", "budget drop 1", ""]
+    for i in range(ops):
+        if i % 3 == 0:
+            body = _body(type="write", key=0, value=i + 1)
+        elif i % 3 == 1:
+            body = _body(type="read", key=0)
+        else:
+            body = _body(type="cas", key=0, **{"from": i - 1, "to": i + 1})
+        lines.append(f"client c{i + 1} -> {to[i]}: {body}")
+    lines.append("# the final reads, once every operation is done")
+    lines += [f"client r{k + 1} after 1s -> {n}: {_body(type='read', key=0)}"
+              for k, n in enumerate(names)]
+    lines += ["", "linearizable kv_is_linearizable"]
     return lines
