@@ -37,7 +37,14 @@ pbkv    models/pbkv.model    kv_is_linearizable
 register models/register.model register_is_linearizable
 leaseread models/leaseread.model no_stale_read
 goraft  models/goraft.model  acked_on_majority
+maelstrom-echo       models/maelstrom/echo.model       echoed
+maelstrom-unique-ids models/maelstrom/unique-ids.model unique
+maelstrom-broadcast  models/maelstrom/broadcast.model  final_read_has_every_ack
+maelstrom-g-counter  models/maelstrom/g-counter.model  final_read_counts_every_ack
+maelstrom-lin-kv     models/maelstrom/lin-kv.model     kv_is_linearizable
 "
+# A maelstrom-* demo is a Maelstrom node in demo/maelstrom/ (docs/maelstrom.md), a script:
+# its bug build is the same script with --bug (-D flags=--bug).
 
 if ! make -s -C demo >/dev/null; then
     echo "bug gate: building the demos failed (make -C demo)" >&2
@@ -61,7 +68,9 @@ while read -r demo model prop prog; do
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$demo"; then
         continue
     fi
-    if [ ! -x "demo/build/$prog" ]; then     # a Go demo without a Go toolchain
+    maelstrom=false
+    case $demo in maelstrom-*) maelstrom=true ;; esac
+    if ! $maelstrom && [ ! -x "demo/build/$prog" ]; then     # a Go demo without a Go toolchain
         row "$demo" "-" "built" "not built (no go)" - - - - SKIP
         continue
     fi
@@ -69,7 +78,11 @@ while read -r demo model prop prog; do
         args=(--model-file "$model")
         expected="exit 0"
         if [ "$build" = bug ]; then
-            args+=(-D "bin=../demo/build/$prog-bug" --trace-out "$tmp/$demo.trace.json")
+            if $maelstrom; then
+                args+=(-D "flags=--bug" --trace-out "$tmp/$demo.trace.json")
+            else
+                args+=(-D "bin=../demo/build/$prog-bug" --trace-out "$tmp/$demo.trace.json")
+            fi
             expected="exit 1: $prop"
         fi
         start=$(date +%s%N)

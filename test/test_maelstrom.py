@@ -3,6 +3,8 @@ stdin and stdout (demo/maelstrom/), checked through the real CLI with exact coun
 each one's planted bug (`-D flags=--bug`) caught with its shortest counterexample."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cmc.errors import ModelError
@@ -91,6 +93,21 @@ def test_planted_bug_is_caught(name, tmp_path):
     assert verdict in r.stdout
     assert steps(r.stdout) == path
     assert counts(r.stdout) == expected
+
+
+@pytest.mark.parametrize("name", ["broadcast", "g-counter"])
+def test_por_reaches_every_world(name, tmp_path):
+    """--por (with --check-por: every transition skipped lands on a world reached) gives
+    the full search's distinct worlds and depth: a delivery to a service reads what the
+    service holds even when it changes nothing there."""
+    r = check(f"models/maelstrom/{name}.model", "--por", "--check-por",
+              "--trace-out", tmp_path / "t.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = re.search(r"^\d+ states generated \(reduced by --por\), (\d+) distinct states "
+                      r"found, 0 states left on queue\.\nThe depth of the complete state "
+                      r"graph search is (\d+)\.$", r.stdout, re.M)
+    assert found, r.stdout
+    assert (int(found.group(1)), int(found.group(2))) == CORRECT[name][1:]
 
 
 def test_replayed_and_copied_agree_byte_for_byte(tmp_path):

@@ -357,6 +357,8 @@ class MaelstromCluster(Cluster):
 
     def _deliver(self, letter: Letter) -> None:
         if letter.dest in self.ms.services:
+            # what the service holds is read, changed or not (--por: Cluster.changed)
+            self.net.reads.add(f"service {letter.dest!r}")
             self._serve(letter)
             return
         node = self.speakers[letter.dest]
