@@ -64,7 +64,7 @@ def test_a_go_service_counts_the_same_in_pinned_workers():
     one = run_cmc("--model-file", models / "gokv.model", "--workers", "1", cwd=models)
     two = run_cmc("--model-file", models / "gokv.model", "--workers", "2", cwd=models)
     assert one.returncode == 0 and two.returncode == 0, two.stdout + two.stderr
-    assert counts(one.stdout) == counts(two.stdout) == (430, 254, 13)
+    assert counts(one.stdout) == counts(two.stdout) == (486, 289, 13)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace needs CAP_SYS_ADMIN (root)")

@@ -94,7 +94,7 @@ def test_ray_local_gives_one_workers_results(tmp_path, mode):
                       "--workers", "2", "--trace-out", tmp_path / "ray.json", cwd=MODELS)
         assert ray.returncode == one.returncode, ray.stdout[-2000:] + ray.stderr[-2000:]
         assert same(ray.stdout) == same(one.stdout)
-    assert counts(one.stdout) == (199, 112, 5)
+    assert counts(one.stdout) == (205, 120, 5)
 
 
 @needs_ray
@@ -107,7 +107,7 @@ def test_ray_cluster_of_two_raylets(tmp_path):
         r = run_cmc("--model-file", DURLOG, "--ray", cluster.address, "--workers", "2",
                     cwd=MODELS)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-        assert counts(r.stdout) == (2145, 985, 14)
+        assert counts(r.stdout) == (2983, 1460, 14)
     finally:
         cluster.shutdown()
 
@@ -138,7 +138,7 @@ def test_a_lost_actor_costs_only_its_jobs(tmp_path):
     assert p.returncode == 0, out[-2000:] + err[-2000:]
     assert re.search(r"cmc: Ray actor \d \(on .*\) was lost; its \d+ unanswered jobs? went "
                      r"to the 1 left", err), err[-2000:]
-    assert counts(out) == (2145, 985, 14)
+    assert counts(out) == (2983, 1460, 14)
     machine, = json.loads(report.read_text())["workers"]["machines"]
     assert (machine["workers"], machine["lost"]) == (2, 1)
     assert machine["generated"] == 2144     # the lost jobs' answers were never taken
@@ -211,7 +211,7 @@ def test_two_machines_give_one_workers_results_and_their_accounts(tmp_path):
                     "--json", report, cwd=MODELS)
         left = [n for n in os.listdir(f"/proc/{other}/root/dev/shm") if n.startswith("cmc-")]
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert counts(r.stdout) == (2145, 985, 14)
+    assert counts(r.stdout) == (2983, 1460, 14)
     assert left == []
     workers = json.loads(report.read_text())["workers"]
     assert workers["count"] == 2 and workers["ray"] == address
@@ -219,10 +219,10 @@ def test_two_machines_give_one_workers_results_and_their_accounts(tmp_path):
     assert sorted(hosts) == sorted([socket.gethostname(), OTHER])
     assert all(m["workers"] == 1 and m["lost"] == 0 and m["generated"] > 0
                for m in hosts.values())
-    assert sum(m["generated"] for m in hosts.values()) == 2144     # all but the initial
+    assert sum(m["generated"] for m in hosts.values()) == 2982     # all but the initial
     # the lines a Progress line has under it, from this run's accounts
     out = io.StringIO()
-    TlcReporter(out, every=0).progress(Stats(generated=2145, distinct=985, depth=14,
+    TlcReporter(out, every=0).progress(Stats(generated=2983, distinct=1460, depth=14,
                                              workers=workers))
     lines = out.getvalue().splitlines()[1:]
     assert [line.split(":")[0] for line in lines] == \

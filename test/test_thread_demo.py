@@ -24,8 +24,8 @@ MODEL = MODELS / "tlog.model"
 # (generated, distinct, depth): the correct build, the bug build, and the bug build
 # with `budget crash 0`.
 COUNTS = {
-    "correct": (4031, 2060, 14),
-    "bug": (199, 115, 5),
+    "correct": (4671, 2478, 14),
+    "bug": (205, 122, 5),
     "crash 0": (551, 323, 12),
 }
 
@@ -139,7 +139,7 @@ def test_tlog_det_is_clean(tmp_path):
 # -- gokv: the same protocol in Go (demo/gokv), goroutines over the Go runtime's threads
 
 GOKV = MODELS / "gokv.model"
-GOKV_COUNTS = {"correct": (430, 254, 13), "bug": (77, 50, 5)}
+GOKV_COUNTS = {"correct": (486, 289, 13), "bug": (80, 56, 5)}
 needs_go = pytest.mark.skipif(not (BUILD / "gokv").exists(),
                               reason="demo/build/gokv is built only where Go is installed "
                                      "(Debian: golang-go; CI installs it)")

@@ -19,21 +19,21 @@ BUILD = ROOT / "demo" / "build"
 CORRECT = {
     "appendkv": (None, 73, 61, 9),
     "bgsave": (None, 147, 137, 10),
-    "durlog": (None, 1945, 936, 14),
-    "durlog-wrap": (None, 1945, 936, 14),
+    "durlog": (None, 2470, 1248, 14),
+    "durlog-wrap": (None, 2470, 1248, 14),
     "gogossip": (None, 794, 378, 12),
-    "gokv": (None, 446, 272, 13),
+    "gokv": (None, 502, 307, 13),
     "lease": (None, 31, 23, 10),
     "pbkv": (None, 123, 91, 12),
     "prefork": (None, 19, 19, 5),
-    "raft": (None, 1603, 860, 17),
+    "raft": (None, 1043, 513, 16),
     "reclog": (None, 105, 88, 9),
     # with latency 0 no timer fires while the writer's SET is on the wire (docs/demos.md)
     "register": ("Error: Witness pending_write_lost was never reached.", 115, 83, 10),
-    "relay": (None, 695, 343, 16),
+    "relay": (None, 997, 507, 17),
     "swapstate": (None, 105, 95, 8),
-    "tlog": (None, 3611, 1911, 14),
-    "twopc": (None, 632, 391, 18),
+    "tlog": (None, 4123, 2233, 14),
+    "twopc": (None, 651, 405, 19),
 }
 SLOW = {"durlog-wrap", "gogossip", "tlog"}      # over ~10 s each on two shared cores
 GO = {"gogossip", "gokv"}                        # built only where Go is installed

@@ -133,12 +133,12 @@ MODELS = PROGS.parent.parent.parent / "models"
 def test_a_lease_holds_on_one_clock_and_not_on_many():
     """demo/leaseread (docs/demos.md): leader leases for local reads, where timing is the
     protocol. Under time virtual (latency 10ms) the correct build holds, exactly
-    260/173/25, and the bug build (the successor waits half the lease) serves a stale
+    283/197/26, and the bug build (the successor waits half the lease) serves a stale
     read; under time async the correct build cannot hold: each node's clock runs on its
     own FIREs."""
     r = run_cmc("--model-file", MODELS / "leaseread.model", cwd=MODELS)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert counts(r.stdout) == (260, 173, 25)
+    assert counts(r.stdout) == (283, 197, 26)
     r = run_cmc("--model-file", MODELS / "leaseread.model", "-D",
                 "bin=../demo/build/leaseread-bug", cwd=MODELS)
     assert r.returncode == 1 and "Invariant no_stale_read is violated" in r.stdout
