@@ -4,6 +4,7 @@ each one's planted bug (`-D flags=--bug`) caught with its shortest counterexampl
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -298,3 +299,39 @@ def test_cas_in_a_history():
     pending = Op("cas", "k", ("7", "8"), 2, None)
     assert linearizable([write, pending, Op("read", "k", "1", 4, 5)])
     assert linearizable([write, Op("cas", "k", ("1", "2"), 2, None), Op("read", "k", "2", 4, 5)])
+
+
+# Nodes in other languages, checked the same way: (model, -D for the bug build, what
+# must be installed, the correct build's counts, the bug's counterexample length)
+OTHER_LANGUAGES = {
+    "go": ("models/gobroadcast.model", "bin=../demo/build/gobroadcast-bug",
+           ROOT / "demo" / "build" / "gobroadcast", (213, 180, 12), 5),
+    "perl": ("models/maelstrom/unique-ids-perl.model", "flags=--bug", "perl", (19, 19, 5), 3),
+    "javascript": ("models/maelstrom/echo-js.model", "flags=--bug", "node", (9, 9, 4), 2),
+}
+
+
+def _installed(what) -> bool:
+    return what.exists() if not isinstance(what, str) else shutil.which(what) is not None
+
+
+@pytest.mark.parametrize("language", [
+    pytest.param(name, marks=[pytest.mark.slow] if name == "go" else [])  # Go: ~20 s, threads
+    for name in sorted(OTHER_LANGUAGES)])
+def test_a_node_in_another_language(language, tmp_path):
+    model, bug, needs, expected, _ = OTHER_LANGUAGES[language]
+    if not _installed(needs):
+        pytest.skip(f"{needs} is not here")
+    r = check(ROOT / model, "--trace-out", tmp_path / "t.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == expected
+
+
+@pytest.mark.parametrize("language", sorted(OTHER_LANGUAGES))
+def test_the_bug_of_a_node_in_another_language(language, tmp_path):
+    model, bug, needs, _, length = OTHER_LANGUAGES[language]
+    if not _installed(needs):
+        pytest.skip(f"{needs} is not here")
+    r = check(ROOT / model, "-D", bug, "--trace-out", tmp_path / "t.json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert len(steps(r.stdout)) + 1 == length

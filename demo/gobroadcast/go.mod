@@ -1,0 +1,3 @@
+module gobroadcast
+
+go 1.19
