@@ -8,7 +8,11 @@ order reduction").
     python3 experiments/por_bound.py models/raft.model [more models] [-D name=value ...]
 
 Prints, per model: the full search's transitions, the sleep-set search's with the
-oracle (the most sleep sets can skip in this order of actions), and --por's.
+oracle (the most sleep sets can skip in this order of actions), and --por's. With
+--pairs, also every pair of actions --por compared in a world: how many its footprints
+took as commuting where the oracle says they do not (a footprint that misses something:
+must be 0), and how many the oracle has commuting where the footprints do not, by the
+parts both footprints hold.
 """
 from __future__ import annotations
 
@@ -112,10 +116,60 @@ def por(model: str, defines: list[str]) -> dict:
             return json.load(f)
 
 
+def pairs(model: str, defines: list[str], edges: dict) -> tuple[int, collections.Counter]:
+    """--por run in this process, each pair it compared checked against the oracle:
+    (pairs taken as commuting that do not, the pairs missed by what the footprints share)."""
+    from cmc.engine import por as por_module
+    succ = {fp: dict(out) for fp, out in edges.items()}
+
+    def commute(s, a, b):
+        sa, sb = succ.get(s, {}).get(a), succ.get(s, {}).get(b)
+        if sa is None or sb is None:
+            return False
+        ab, ba = succ.get(sa, {}).get(b), succ.get(sb, {}).get(a)
+        return ab is not None and ab == ba
+    wrong, missed = [0], collections.Counter()
+    merge = por_module.SleepSets.merge_reduced
+
+    def watched(self, fp, view, depth, actions, base, first, successors, queue,
+                checked=frozenset()):
+        done = []
+
+        def each():
+            for item in successors:
+                key, step = item[0], self._steps[item[0]]
+                for other, f in [*base.items(), *done]:
+                    if other == key or other not in succ.get(fp, {}):
+                        continue
+                    if f.commutes(step) and not commute(fp, other, key):
+                        wrong[0] += 1
+                    elif commute(fp, other, key) and not f.commutes(step):
+                        shared = sorted(p.split(" ")[0] for p in f.parts & step.parts)
+                        missed[" ".join(sorted(set(shared))) or "clock"] += 1
+                done.append((key, step))
+                yield item
+        return merge(self, fp, view, depth, actions, base, first, each(), queue, checked)
+    por_module.SleepSets.merge_reduced = watched
+    from cmc.cli import main
+    argv = ["--model-file", model, "--por", "--no-pin"] + [a for d in defines for a in ("-D", d)]
+    with open(os.devnull, "w") as quiet:
+        out, sys.stdout = sys.stdout, quiet
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+        finally:
+            sys.stdout = out
+            por_module.SleepSets.merge_reduced = merge
+    return wrong[0], missed
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("models", nargs="+")
     p.add_argument("-D", dest="defines", action="append", default=[])
+    p.add_argument("--pairs", action="store_true",
+                   help="also check each pair --por compared against the oracle")
     args = p.parse_args()
     print(f"{'model':<28} {'distinct':>8} {'full':>7} {'oracle':>7} {'--por':>7} "
           f"{'full/oracle':>11} {'full/--por':>10}")
@@ -128,6 +182,10 @@ def main() -> None:
         distinct = got["counts"]["distinct"]
         print(f"{os.path.basename(model):<28} {distinct:>8} {full:>7} {best:>7} {reduced:>7} "
               f"{full / best:>11.2f} {full / reduced:>10.2f}")
+        if args.pairs:
+            wrong, missed = pairs(model, args.defines, edges)
+            print(f"  taken as commuting, and not: {wrong}; commuting, missed (by what both "
+                  f"touched): {dict(missed.most_common())}")
 
 
 if __name__ == "__main__":

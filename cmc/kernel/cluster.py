@@ -646,7 +646,8 @@ class Cluster:
         """The parts of the world (`traits`) the step just taken from `before` read or
         changed: those that differ, where a channel (or the datagrams between two
         addresses) that lost messages counts as taken from (" take") and one that
-        gained some as sent to (" put"), which commute, and a budget only when its last
+        gained some as sent to (" put"), which commute (a send reads its own end as well: a
+        CRASH of the peer resets it), and a budget only when its last
         unit was spent (two spenders commute while there is enough for both); the
         node it delivered to,
         fired or crashed; `reads`, the tables of listeners or UDP sockets it looked up
@@ -664,6 +665,9 @@ class Cluster:
                 if old is None or new is None:      # made or gone with its connection
                     lost = gained = True
                 out.update(part + what for what, did in ((" take", lost), (" put", gained)) if did)
+                if gained and " channel " in part:  # a send reads its own end (reset?)
+                    conn, side = part.rsplit(" channel ", 1)
+                    out.add(f"{conn} end {side}")
             else:
                 out.add(part)
         name = getattr(action, "dst", None) or getattr(action, "name", None)
