@@ -48,18 +48,25 @@ def graph(model: str, defines: list[str]) -> tuple[bytes, dict]:
                 yield item
         return merge(self, fp, view, depth, actions, fair_key, seen(), queue)
     bfs.BreadthFirst.merge = recording
+    try:
+        quietly(["--model-file", model, "--no-pin"], defines)
+    finally:
+        bfs.BreadthFirst.merge = merge
+    return first[0], edges
+
+
+def quietly(argv: list[str], defines: list[str]) -> None:
+    """cmc's command line in this process (so that a test of it can look inside), its
+    output dropped."""
     from cmc.cli import main
-    argv = ["--model-file", model, "--no-pin"] + [a for d in defines for a in ("-D", d)]
     with open(os.devnull, "w") as quiet:
         out, sys.stdout = sys.stdout, quiet
         try:
-            main(argv)
+            main(argv + [a for d in defines for a in ("-D", d)])
         except SystemExit:
             pass
         finally:
             sys.stdout = out
-            bfs.BreadthFirst.merge = merge
-    return first[0], edges
 
 
 def oracle_sleep_sets(initial: bytes, edges: dict) -> int:
@@ -150,17 +157,10 @@ def pairs(model: str, defines: list[str], edges: dict) -> tuple[int, collections
                 yield item
         return merge(self, fp, view, depth, actions, base, first, each(), queue, checked)
     por_module.SleepSets.merge_reduced = watched
-    from cmc.cli import main
-    argv = ["--model-file", model, "--por", "--no-pin"] + [a for d in defines for a in ("-D", d)]
-    with open(os.devnull, "w") as quiet:
-        out, sys.stdout = sys.stdout, quiet
-        try:
-            main(argv)
-        except SystemExit:
-            pass
-        finally:
-            sys.stdout = out
-            por_module.SleepSets.merge_reduced = merge
+    try:
+        quietly(["--model-file", model, "--por", "--no-pin"], defines)
+    finally:
+        por_module.SleepSets.merge_reduced = merge
     return wrong[0], missed
 
 

@@ -345,22 +345,34 @@ class ParallelBreadthFirst(BreadthFirst):
                 fp, view, actions = queue.popleft()
                 depth = self.parent[fp][2]
                 if self.max_depth is not None and depth >= self.max_depth:
-                    self.stats.unexplored += 1
+                    self._bounded(fp)
                     continue
-                jobs = self._submit(fp, actions, depth)
-                outstanding += len(jobs)
-                pending.append((fp, view, actions, depth, jobs))
+                handed = self._hand_out(fp, view, actions, depth)
+                outstanding += len(handed[4])
+                pending.append(handed)
             if not pending:
                 break
-            fp, view, actions, depth, jobs = pending.popleft()
-            outstanding -= len(jobs)
+            handed = pending.popleft()
+            outstanding -= len(handed[4])
             self.stats.queue = len(queue) + len(pending)
-            outcome = self._merge(fp, view, actions, depth, jobs, queue)
+            outcome = self._merge_handed(handed, queue)
             if outcome is not None:
                 self.stats.queue = len(queue) + len(pending)
                 return outcome
             self.tick(len(queue) + len(pending))
         return self.finish()
+
+    # What the loop of _search does with a world (--por's search, engine/por.py, does
+    # more): one at the depth bound, one handed out (a tuple whose fifth item is its
+    # jobs), one whose answers are all in.
+    def _bounded(self, fp) -> None:
+        self.stats.unexplored += 1
+
+    def _hand_out(self, fp, view, actions, depth) -> tuple:
+        return fp, view, actions, depth, self._submit(fp, actions, depth)
+
+    def _merge_handed(self, handed: tuple, queue) -> Outcome | None:
+        return self._merge(*handed, queue)
 
     def _submit(self, fp, actions, depth) -> list:
         """Hand out the steps from world fp, each to the least busy worker; one

@@ -164,28 +164,10 @@ class ReducedBreadthFirst(SleepSets, BreadthFirst):
         super().__init__(*args, **kwargs)
         self._at: tuple | None = None          # (world, its traits) while it is expanded
 
-    def _run(self) -> Outcome:
-        system, fp0, _, outcome = self.begin()
-        if outcome is not None:
-            return outcome
-        self.asleep[fp0] = {}
-        queue = deque([fp0])
-        held = system
-        try:
-            while queue:
-                fp = queue.popleft()
-                self.stats.queue = len(queue)
-                outcome = self.expand(fp, held, queue)
-                held = None
-                if outcome is not None:
-                    self.stats.queue = len(queue)
-                    return outcome
-                self.tick(len(queue))
-        finally:
-            if held is not None:
-                held.close()
+    def finish(self) -> Outcome:
+        """The search is over (BreadthFirst._run): --check-por's landings first."""
         self.verify_landings()
-        return self.finish()
+        return super().finish()
 
     def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
         depth = self.parent[fp][2]
@@ -267,45 +249,21 @@ class _ReducedPool(SleepSets):
     def requeue(self, fp: bytes, queue: deque) -> None:
         queue.append(self._items[fp])
 
-    def _search(self) -> Outcome:
-        system, fp0, view0, outcome = self.begin()
-        if outcome is not None:
-            return outcome
-        try:
-            actions0 = system.actions()
-        finally:
-            system.close()
-        self.asleep[fp0] = {}
-        self._items[fp0] = (fp0, view0, actions0)
-        queue = deque([self._items[fp0]])          # found (or to expand again), not handed out
-        pending = deque()                           # handed out, not yet merged
-        window = self.workers * self.WINDOW_PER_WORKER * self.LOOKAHEAD
-        outstanding = 0
-        while queue or pending:
-            while queue and (outstanding < window or not pending):
-                fp, view, actions = queue.popleft()
-                depth = self.parent[fp][2]
-                first = fp not in self.expanded
-                if self.max_depth is not None and depth >= self.max_depth:
-                    self.stats.unexplored += first
-                    self.expanded.add(fp)
-                    continue
-                take = self.to_take(fp, actions, first)
-                jobs = self._submit(fp, take, depth)
-                outstanding += len(jobs)
-                pending.append((fp, view, actions, depth, first, take, jobs))
-            if not pending:
-                break
-            fp, view, actions, depth, first, take, jobs = pending.popleft()
-            outstanding -= len(jobs)
-            self.stats.queue = len(queue) + len(pending)
-            outcome = self._merge_reduced_world(fp, view, actions, depth, first, take, jobs,
-                                                queue)
-            if outcome is not None:
-                self.stats.queue = len(queue) + len(pending)
-                return outcome
-            self.tick(len(queue) + len(pending))
-        return self.finish()
+    def _bounded(self, fp) -> None:
+        self.stats.unexplored += fp not in self.expanded
+        self.expanded.add(fp)
+
+    def _hand_out(self, fp, view, actions, depth) -> tuple:
+        """Hand out world fp's steps for what is not asleep now (ParallelBreadthFirst's
+        loop; fp's queue item kept, for `requeue`)."""
+        self._items.setdefault(fp, (fp, view, actions))
+        first = fp not in self.expanded
+        take = self.to_take(fp, actions, first)
+        return fp, view, actions, depth, self._submit(fp, take, depth), first, take
+
+    def _merge_handed(self, handed: tuple, queue) -> Outcome | None:
+        fp, view, actions, depth, jobs, first, take = handed
+        return self._merge_reduced_world(fp, view, actions, depth, first, take, jobs, queue)
 
     def _merge_reduced_world(self, fp, view, actions, depth, first, take, jobs, queue):
         """Merge world fp's steps: those its sleep set lets through now (handed out
