@@ -30,7 +30,7 @@ CORRECT = {
     "echo": (9, 9, 4),
     "unique-ids": (19, 19, 5),
     "broadcast": (162, 140, 12),
-    "g-counter": (379, 260, 19),
+    "g-counter": (494, 372, 21),
     "lin-kv": (722, 613, 12),
 }
 
@@ -62,9 +62,11 @@ BUGGY = {
                    '<DELIVER seq-kv -> n2 {"type":"write_ok","in_reply_to":2}>',
                    "<FIRE client r1 starts @ 1.000s>",
                    '<DELIVER r1 -> n1 {"type":"read","msg_id":1}>',
-                   '<DELIVER n1 -> seq-kv {"type":"read","key":"counter","msg_id":3}>',
-                   '<DELIVER seq-kv -> n1 {"type":"read_ok","value":2,"in_reply_to":3}>'],
-                  (272, 187, 15)),
+                   '<DELIVER n1 -> seq-kv {"type":"write","key":"sync-n1","value":1,"msg_id":3}>',
+                   '<DELIVER seq-kv -> n1 {"type":"write_ok","in_reply_to":3}>',
+                   '<DELIVER n1 -> seq-kv {"type":"read","key":"counter","msg_id":4}>',
+                   '<DELIVER seq-kv -> n1 {"type":"read_ok","value":2,"in_reply_to":4}>'],
+                  (376, 289, 17)),
     # the copy of the cas to n2 is lost, and n2 answers a later read from its copy
     "lin-kv": ("Error: Linearizability property kv_is_linearizable is violated.",
                ['<DELIVER c1 -> n1 {"type":"write","key":1,"value":1,"msg_id":1}>',
@@ -230,14 +232,16 @@ COMMAND = {
     "unique-ids": ("unique_ids.py", "", 0, (5, 5, 3)),
     "unique-ids-bug": ("unique_ids.py", " --bug", 1, (4, 4, 3)),
     "broadcast-bug": ("broadcast.py", " --bug", 1, (118, 91, 8)),
-    "g-counter": ("g_counter.py", "", 0, (1291, 766, 23)),
-    "g-counter-bug": ("g_counter.py", " --bug", 1, (408, 279, 15)),
+    "g-counter": ("g_counter.py", "", 0, (3926, 2264, 27)),     # ~20 s: slow
+    "g-counter-bug": ("g_counter.py", " --bug", 1, (1004, 669, 17)),
     "lin-kv": ("lin_kv.py", "", 0, (303, 252, 12)),
     "lin-kv-bug": ("lin_kv.py", " --bug", 1, (34, 31, 7)),
 }
 
 
-@pytest.mark.parametrize("case", sorted(COMMAND))
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=[pytest.mark.slow] if case == "g-counter" else [])
+    for case in sorted(COMMAND)])
 def test_the_maelstrom_command(case, tmp_path):
     """The first command a Maelstrom user runs: it writes the workload's model here and
     checks it, with the defaults (a DROP, time virtual where messages go between nodes)
@@ -335,3 +339,42 @@ def test_the_bug_of_a_node_in_another_language(language, tmp_path):
     r = check(ROOT / model, "-D", bug, "--trace-out", tmp_path / "t.json", cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert len(steps(r.stdout)) + 1 == length
+
+
+def test_seq_kv_reads_may_see_the_past():
+    """seq-kv: a read sees the newest value or an older one, never older than what the
+    reading node has seen (its updates, its reads); updates apply to the newest map."""
+    from cmc.kernel.world.services import Services
+    kv = Services(("seq-kv",))
+    assert kv.answer("seq-kv", "n1", {"type": "write", "key": "k", "value": 1}) == \
+        {"type": "write_ok"}
+    assert kv.answer("seq-kv", "n2", {"type": "cas", "key": "k", "from": 1, "to": 2}) == \
+        {"type": "cas_ok"}
+    read = {"type": "read", "key": "k"}
+    # n1 saw its write (position 1): it may read 1 (one update behind) or 2
+    assert kv.stale_reads("seq-kv", "n1", read) == [(1, 1)]
+    # n2 saw its cas: nothing older; a node that saw nothing may also miss the key
+    assert kv.stale_reads("seq-kv", "n2", read) == []
+    assert kv.stale_reads("seq-kv", "n3", read) == [(0, 2), (1, 1)]
+    assert kv.answer("seq-kv", "n3", read, 0)["code"] == 20
+    assert kv.answer("seq-kv", "n3", read, 1) == {"type": "read_ok", "value": 1}
+    assert kv.stale_reads("seq-kv", "n3", read) == [(1, 1)]     # never before what it saw
+    assert kv.answer("seq-kv", "n3", read) == {"type": "read_ok", "value": 2}
+    assert kv.stale_reads("seq-kv", "n3", read) == []
+    # a cas from a value the newest map does not have fails, and its node saw the newest
+    assert kv.answer("seq-kv", "n1", {"type": "cas", "key": "k", "from": 1, "to": 3})["code"] == 22
+    assert kv.stale_reads("seq-kv", "n1", read) == []
+
+
+def test_a_final_read_that_trusts_seq_kv_is_caught(tmp_path):
+    """seq-kv may answer a read from its past (world/services.py): the counter whose
+    final read asks it straight away misses the other node's add."""
+    r = check("models/maelstrom/g-counter.model", "-D", "flags=--stale-read",
+              "--trace-out", tmp_path / "t.json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Error: Invariant final_read_counts_every_ack is violated." in r.stdout
+    assert steps(r.stdout)[-2:] == [
+        '<DELIVER n1 -> seq-kv {"type":"read","key":"counter","msg_id":3} (a stale read, '
+        '1 behind)>',
+        '<DELIVER seq-kv -> n1 {"type":"read_ok","value":1,"in_reply_to":3}>']
+    assert counts(r.stdout) == (372, 257, 15)

@@ -38,11 +38,9 @@ from dataclasses import dataclass
 from ..errors import TargetError
 from .cluster import Cluster, digest
 from .world.net import DATA, Connection, Endpoint, Network, Owner, Sock
+from .world.services import Services, compact_json
 
 INIT_SENDER = "c0"          # who sends init (a client name no model may take)
-SERVICES = ("lin-kv", "seq-kv", "lin-tso")
-# Maelstrom's error codes the services answer with (its protocol's table)
-KEY_DOES_NOT_EXIST, PRECONDITION_FAILED, NOT_SUPPORTED = 20, 22, 10
 STDOUT_LINE_MAX = 1 << 20   # a letter is kept in every world it is in flight in
 
 
@@ -61,9 +59,6 @@ class MaelstromSpec:
     services: tuple[str, ...] = ()
 
 
-def compact_json(value) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
 
 @dataclass(eq=False)
 class Letter:
@@ -79,23 +74,32 @@ class Letter:
 
 @dataclass(frozen=True)
 class LetterAction:
-    """DELIVER, DROP or DUP of one letter of a group (letters alike are one action)."""
+    """DELIVER, DROP or DUP of one letter of a group (letters alike are one action); a
+    read delivered to seq-kv that sees the store as it was `behind` updates ago (its
+    position in seq-kv's log: `at`) is an action of its own (world/services.py)."""
     kind: str
     src: str
     dst: str
     line: str
+    at: int | None = None
+    behind: int = 0
 
     @property
     def key(self) -> tuple:
-        return (f"{self.kind}_MSG", self.src, self.dst, self.line)
+        return (f"{self.kind}_MSG", self.src, self.dst, self.line) + \
+            ((self.at,) if self.at is not None else ())
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.src} -> {self.dst} {_body_text(self.line)}"
+        stale = f" (a stale read, {self.behind} behind)" if self.at is not None else ""
+        return f"{self.kind} {self.src} -> {self.dst} {_body_text(self.line)}{stale}"
 
     def fields(self) -> dict:
-        return {"kind": self.kind, "src": self.src, "dst": self.dst, "data": self.line,
-                "msg": "MSG"}
+        out = {"kind": self.kind, "src": self.src, "dst": self.dst, "data": self.line,
+               "msg": "MSG"}
+        if self.at is not None:
+            out["behind"] = self.behind
+        return out
 
 
 @dataclass(frozen=True)
@@ -163,11 +167,8 @@ class MaelstromCluster(Cluster):
             node.stdio = True
         self.stdio: dict[str, Sock] = {}              # node name -> its fds 0 and 1
         self.outbuf: dict[str, bytearray] = {}        # a partial stdout line
-        self.init_id: dict[str, int] = {}             # node name -> msg_id of its init
         self.mclients = [ClientState(c) for c in self.ms.clients]
-        self.kv: dict[str, dict[str, object]] = {s: {} for s in self.ms.services
-                                                  if s != "lin-tso"}
-        self.tso = 0
+        self.services = Services(self.ms.services)
 
     # -- stdin and stdout ---------------------------------------------------------
     def open_stdio(self, node) -> None:
@@ -183,7 +184,6 @@ class MaelstromCluster(Cluster):
         proc.fds[0] = proc.fds[1] = sock
         self.stdio[node.name] = sock
         self.outbuf[node.name] = bytearray()
-        self.init_id[node.name] = node.incarnation + 1
         init = {"type": "init", "msg_id": node.incarnation + 1, "node_id": node.name,
                 "node_ids": list(self.ms.nodes)}
         conn.a.rbuf += (compact_json({"src": INIT_SENDER, "dest": node.name, "body": init})
@@ -277,7 +277,13 @@ class MaelstromCluster(Cluster):
         for m in self.net.letters:
             groups.setdefault(m.group(), m)
         order = sorted(groups)
-        out = [LetterAction("DELIVER", *g) for g in order]
+        out = []
+        for g in order:
+            out.append(LetterAction("DELIVER", *g))
+            if g[1] in self.ms.services:    # seq-kv: a read may see the past
+                body = json.loads(g[2])["body"]
+                out += [LetterAction("DELIVER", *g, at, behind)
+                        for at, behind in self.services.stale_reads(g[1], g[0], body)]
         clients = {c.spec.name for c in self.mclients}
         faulty = [g for g in order if g[0] not in clients]
         if self.budgets.get("drop", 0) > 0:
@@ -321,7 +327,7 @@ class MaelstromCluster(Cluster):
         return fire
 
     def apply(self, key: tuple):
-        if not (key[0].endswith("_MSG") or key[0] == "FIRE" and
+        if not (str(key[0]).endswith("_MSG") or key[0] == "FIRE" and
                 any(c.spec.name == key[1] for c in self.mclients)):
             return super().apply(key)
         action = next((a for a in self.actions() if a.key == key), None)
@@ -338,10 +344,10 @@ class MaelstromCluster(Cluster):
             client.started = True
             self._send_next(client)
         else:
-            letter = next(m for m in self.net.letters if m.group() == action.key[1:])
+            letter = next(m for m in self.net.letters if m.group() == action.key[1:4])
             if action.kind == "DELIVER":
                 self.net.letters.remove(letter)
-                self._deliver(letter)
+                self._deliver(letter, action.at)
             elif action.kind == "DROP":
                 self.budgets["drop"] -= 1
                 self.net.letters.remove(letter)
@@ -355,11 +361,11 @@ class MaelstromCluster(Cluster):
         self.compact()
         return action
 
-    def _deliver(self, letter: Letter) -> None:
+    def _deliver(self, letter: Letter, at: int | None = None) -> None:
         if letter.dest in self.ms.services:
             # what the service holds is read, changed or not (--por: Cluster.changed)
             self.net.reads.add(f"service {letter.dest!r}")
-            self._serve(letter)
+            self._serve(letter, at)
             return
         node = self.speakers[letter.dest]
         node.history.append(("MSG", letter.line))
@@ -370,44 +376,16 @@ class MaelstromCluster(Cluster):
         ep.arrivals += 1
 
     # -- services ---------------------------------------------------------------------
-    def _serve(self, letter: Letter) -> None:
-        """A service answers a request delivered to it; its answer is a letter back."""
-        msg = json.loads(letter.line)
-        body = msg["body"]
-        reply = self._answer(letter.dest, body)
+    def _serve(self, letter: Letter, at: int | None = None) -> None:
+        """A service answers a request delivered to it (world/services.py); its answer
+        is a letter back."""
+        body = json.loads(letter.line)["body"]
+        reply = self.services.answer(letter.dest, letter.src, body, at)
         if "msg_id" in body:
             reply["in_reply_to"] = body["msg_id"]
         line = compact_json({"src": letter.dest, "dest": letter.src, "body": reply})
         if letter.src in self.speakers:
             self.net.letters.append(Letter(letter.dest, letter.src, line, self.net.clock))
-
-    def _answer(self, service: str, body: dict) -> dict:
-        kind = body.get("type")
-        if service == "lin-tso":
-            if kind != "ts":
-                return _error(NOT_SUPPORTED, f"lin-tso answers ts, not {kind}")
-            self.tso += 1
-            return {"type": "ts_ok", "ts": self.tso}
-        store = self.kv[service]
-        key = compact_json(body.get("key"))
-        if kind == "read":
-            if key not in store:
-                return _error(KEY_DOES_NOT_EXIST, "key does not exist")
-            return {"type": "read_ok", "value": store[key]}
-        if kind == "write":
-            store[key] = body.get("value")
-            return {"type": "write_ok"}
-        if kind == "cas":
-            if key not in store and not body.get("create_if_not_exists"):
-                return _error(KEY_DOES_NOT_EXIST, "key does not exist")
-            current = store.get(key)
-            if key in store and current != body.get("from"):
-                return _error(PRECONDITION_FAILED,
-                              f"expected {compact_json(body.get('from'))}, "
-                              f"had {compact_json(current)}")
-            store[key] = body.get("to")
-            return {"type": "cas_ok"}
-        return _error(NOT_SUPPORTED, f"{service} answers read, write and cas, not {kind}")
 
     # -- what a world is --------------------------------------------------------------
     def _maelstrom_world(self) -> tuple:
@@ -418,30 +396,27 @@ class MaelstromCluster(Cluster):
                                      if not c.started else ()) for c in self.mclients)
         stdio = tuple((name, bytes(self.outbuf[name]), bytes(sock.conn.a.rbuf))
                       for name, sock in sorted(self.stdio.items()))
-        kv = tuple((s, tuple(sorted((k, compact_json(v)) for k, v in d.items())))
-                   for s, d in sorted(self.kv.items()))
-        return letters, clients, stdio, kv, self.tso
+        return letters, clients, stdio, tuple(sorted(self.services.state().items()))
 
     def fingerprint(self) -> bytes:
         return digest(repr((self._world(), self._maelstrom_world())).encode())
 
     def parts(self) -> list[tuple[str, dict]]:
-        letters, clients, stdio, kv, tso = self._maelstrom_world()
+        letters, clients, stdio, services = self._maelstrom_world()
         return super().parts() + [("maelstrom", {"letters in flight": letters,
                                                  "clients": clients,
                                                  "stdout and stdin": stdio,
-                                                 "services": (kv, tso)})]
+                                                 "services": services})]
 
     def traits(self) -> dict:
         """--por's parts of the world (Cluster.traits), and the letters between each two
         ends, each Maelstrom client, each service."""
         out = super().traits()
-        letters, clients, stdio, kv, tso = self._maelstrom_world()
+        letters, clients, stdio, services = self._maelstrom_world()
         for g in letters:
             out.setdefault(f"letters {g[:2]!r}", []).append(g)
         out.update((f"client {c[0]!r}", c) for c in clients)
-        out.update((f"service {s!r}", d) for s, d in kv)
-        out["service 'lin-tso'"] = tso
+        out.update((f"service {s!r}", d) for s, d in services)
         return out
 
     def network_view(self) -> list[dict]:
@@ -457,7 +432,4 @@ def make_cluster(spec, workroot: str) -> Cluster:
     protocol, else a plain one."""
     return (Cluster if spec.maelstrom is None else MaelstromCluster)(spec, workroot)
 
-
-def _error(code: int, text: str) -> dict:
-    return {"type": "error", "code": code, "text": text}
 

@@ -3,13 +3,20 @@
 total. The total is one key of seq-kv; an add reads it and compare-and-sets it to the
 sum, again from a fresh read when another node's add came between.
 
+A read first writes a key of its own: seq-kv may answer a read from its past, and
+after a write of this node the past it may answer from has every add acknowledged.
+
 --bug: the add writes the sum it computed instead of compare-and-setting it: two adds
-at once both read the old total, and the second write overwrites the first."""
+at once both read the old total, and the second write overwrites the first.
+
+--stale-read: a read asks seq-kv straight away, and may be answered from before
+another node's add."""
 import sys
 
 from msgloop import Node
 
 BUG = "--bug" in sys.argv[1:]
+STALE = "--stale-read" in sys.argv[1:]
 KEY = "counter"
 node = Node()
 
@@ -46,10 +53,23 @@ def add(msg):
     attempt()
 
 
+syncs = 0
+
+
 @node.on("read")
 def read(msg):
-    node.rpc("seq-kv", {"type": "read", "key": KEY},
-             lambda reply: node.reply(msg, {"type": "read_ok", "value": value_of(reply)}))
+    # seq-kv may answer a read from its past: a write of this node's own first brings
+    # what the node sees up to now, so the read after it has every add acknowledged
+    global syncs
+    syncs += 1
+
+    def fresh(_reply):
+        node.rpc("seq-kv", {"type": "read", "key": KEY},
+                 lambda reply: node.reply(msg, {"type": "read_ok", "value": value_of(reply)}))
+    if STALE:
+        fresh(None)
+        return
+    node.rpc("seq-kv", {"type": "write", "key": f"sync-{node.node_id}", "value": syncs}, fresh)
 
 
 node.run()
