@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import replace
 import difflib
 import ipaddress
-import json
 import os
 import re
 import shlex
@@ -19,10 +18,10 @@ import shutil
 from cmc.errors import ModelError
 from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
                           ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc,
-                          MaelstromClientDecl, MaelstromDecl, Model,
-                          Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
+                          MaelstromDecl, Model, Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
                           MachineDecl, Unary, error_at)
-from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, JsonBody,
+from cmc.lang import maelstrom as maelstrom_lines
+from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt,
                              MachineStmt, NetworkStmt, NodeStmt, PeersStmt, ServiceStmt,
                              OpStmt, ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
                              TimeStmt, parse_source)
@@ -34,11 +33,6 @@ BUDGET_DEFAULTS: dict[str, int | None] = {"crash": 0, "drop": 0, "dup": 0, "fire
 # delay (time virtual): only in a model's budgets when its line gives it
 BUDGET_KINDS = tuple(BUDGET_DEFAULTS) + ("delay",)
 RECORD_FIELDS = ("client", "node", "index", "req", "raw")
-# Maelstrom (docs/maelstrom.md): the node kinds, the built-in services, and the client
-# name cmc's init comes from
-NODE_KINDS = ("maelstrom",)
-SERVICES = ("lin-kv", "seq-kv", "lin-tso")
-INIT_SENDER = "c0"
 _ONE_ARGUMENT = ("len", "set", "sorted", "sum")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _DECIMAL = re.compile(r"-?[0-9]+")
@@ -196,59 +190,6 @@ def _after(stmt: ClientStmt) -> int | None:
     return None if stmt.after is None else _duration(*stmt.after)
 
 
-def _service(stmt: ServiceStmt, services: list, lines: dict) -> str:
-    if stmt.name not in SERVICES:
-        raise error_at(stmt.name_loc, f"unknown service {stmt.name}"
-                       f"{_suggest(stmt.name, SERVICES)}: cmc has {', '.join(SERVICES)}")
-    if stmt.name in lines:
-        raise error_at(stmt.name_loc, f"a second service {stmt.name} line "
-                       f"({_first_at(lines[stmt.name])})")
-    lines[stmt.name] = stmt.name_loc
-    return stmt.name
-
-
-def _maelstrom(nodes: list, clients: list, services: list,
-               service_lines: dict) -> MaelstromDecl | None:
-    """The Maelstrom part of a model (docs/maelstrom.md), or None when it has none."""
-    speakers = [n.name for n in nodes if n.protocol == "maelstrom"]
-    if not speakers:
-        if clients:
-            raise error_at(clients[0].node[1], f"client {clients[0].name} names a node, "
-                           "which only a client of a Maelstrom node does (node NAME = "
-                           "maelstrom \"COMMAND\"); a client of a TCP server names its "
-                           "address (\"127.0.0.1:7000\")")
-        if services:
-            raise error_at(service_lines[services[0]], "a service answers Maelstrom nodes, "
-                           "and this model has none (node NAME = maelstrom \"COMMAND\")")
-        return None
-    out = []
-    for stmt in clients:
-        target, loc = stmt.node
-        if target not in speakers:
-            raise error_at(loc, f"client {stmt.name} -> {target}: {target} is not a "
-                           f"Maelstrom node of the model ({', '.join(speakers)})"
-                           f"{_suggest(target, speakers)}")
-        if stmt.name == INIT_SENDER:
-            raise error_at(stmt.name_loc, f"{INIT_SENDER} is the client init comes from "
-                           "(Maelstrom's way); name the client otherwise")
-        bodies = []
-        for request in stmt.requests:
-            if not isinstance(request, JsonBody):
-                raise error_at(request.loc, f"client {stmt.name} is a Maelstrom client: each "
-                               'request is a JSON object, the message body ({"type": "echo", '
-                               '"echo": "hi"})')
-            if not isinstance(request.value.get("type"), str):
-                raise error_at(request.loc, 'a request body needs a "type" string (the '
-                               "message's type: echo, generate, broadcast, read ...)")
-            if "msg_id" in request.value:
-                raise error_at(request.loc, "msg_id is cmc's to give (1, 2, ... per "
-                               "client); leave it out of the body")
-            bodies.append(json.dumps(request.value, separators=(",", ":"), ensure_ascii=False))
-        out.append(MaelstromClientDecl(stmt.name, target, tuple(bodies), stmt.name_loc,
-                                       _after(stmt)))
-    return MaelstromDecl(tuple(speakers), tuple(out), tuple(services))
-
-
 def _suggest(word: str, choices) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
@@ -297,13 +238,9 @@ class _Assembler:
             elif isinstance(stmt, ClientStmt) and stmt.node is not None:
                 maelstrom_clients.append(stmt)
             elif isinstance(stmt, ServiceStmt):
-                services.append(_service(stmt, services, service_lines))
+                services.append(maelstrom_lines.service(stmt, services, service_lines))
             elif isinstance(stmt, ClientStmt):
-                body = next((r for r in stmt.requests if isinstance(r, JsonBody)), None)
-                if body is not None:
-                    raise error_at(body.loc, f"client {stmt.name} sends to an address: its "
-                                   "requests are strings; a JSON body is a request to a "
-                                   "Maelstrom node (client NAME -> NODE: {...})")
+                maelstrom_lines.no_bodies(stmt)
                 host, port = _address(stmt.address)
                 clients.append(ClientDecl(stmt.name, host, port,
                                           tuple(r.data for r in stmt.requests), stmt.name_loc,
@@ -338,15 +275,11 @@ class _Assembler:
             raise error_at(self.source.loc(1, 1), 'no node declared: a model needs at least '
                            'one line like  node NAME = "COMMAND"')
         peers = _peers(peer_lines, nodes)
-        maelstrom = _maelstrom(nodes, maelstrom_clients, services, service_lines)
+        maelstrom = maelstrom_lines.maelstrom(nodes, maelstrom_clients, services, service_lines,
+                                              _after)
         _check_history(properties, ops, reply, maelstrom)
-        if maelstrom is not None:
-            clients_after = [c for c in maelstrom.clients if c.after_ns is not None]
-            if clients_after and not time.virtual:
-                raise error_at(clients_after[0].loc, f"client {clients_after[0].name} after "
-                               "...: a client waits for the clock only under time virtual "
-                               "(add a line `time virtual`)")
-        late = next((c for c in clients if c.after_ns is not None), None)
+        late = next((c for c in clients + list(maelstrom.clients if maelstrom else ())
+                     if c.after_ns is not None), None)
         if late is not None and not time.virtual:
             raise error_at(late.loc, f"client {late.name} after ...: a client waits for the "
                            "clock only under time virtual (add a line `time virtual`)")
@@ -428,13 +361,7 @@ class _Assembler:
         if not argv:
             raise error_at(where, f"node {stmt.name}: the command is empty")
         argv[0] = self.program(argv[0])
-        protocol = None
-        if stmt.kind is not None:
-            protocol, loc = stmt.kind
-            if protocol not in NODE_KINDS:
-                raise error_at(loc, f"unknown node kind {protocol}{_suggest(protocol, NODE_KINDS)}"
-                               ': a node is  node NAME = "COMMAND"  or, speaking Maelstrom\'s '
-                               'protocol on stdin and stdout,  node NAME = maelstrom "COMMAND"')
+        protocol = maelstrom_lines.node_kind(*stmt.kind) if stmt.kind is not None else None
         return NodeDecl(stmt.name, index, tuple(argv), where, protocol)
 
     def program(self, word: str) -> str:
