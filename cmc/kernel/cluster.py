@@ -8,7 +8,6 @@ resets, timeouts and kills, and computes what a world is (docs/target-contract.m
 """
 from __future__ import annotations
 
-import collections
 import json
 import os
 import shutil
@@ -18,14 +17,14 @@ from typing import Callable
 
 import xxhash
 
-from ..errors import EngineError, TargetError
+from ..errors import EngineError
 from ..interrupts import interrupts_held
 from .calls import shm
 from .calls.dispatch import dispatch
 from .calls.sockets import close_vfd
 from .proc.fork import drop_root, fork_world, hold_root
 from .proc.node import Node
-from .world import clock
+from .world import clock, peers, traits
 from .world.actions import (Action, ClientStart, Crash, DatagramAction, Fire, MessageAction,
                             ResetChannel, describe_key)
 from .world.clients import Client
@@ -154,27 +153,9 @@ class Cluster:
             return ""
         return f"; its stderr ends with:\n{tail}" if tail else ""
 
-    PORTS = 999     # ephemeral ports of a node: 40001 + 1000 * index, and the 998 above
-
     def ephemeral_port(self, node: Node) -> int | None:
-        """The port a node's socket gets when it names none (connect, listen, bind to port
-        0, a first UDP send): the lowest of the node's range that nothing uses now, no
-        socket bound to it and no connection the network still knows (established, in
-        flight, half-closed, not yet collected) with an end there; None when all are.
-        That is a function of the world (its listeners, UDP sockets and connections are
-        in the fingerprint), not of how many ports the path gave out before: with a
-        counter, two paths that met in one world after different numbers of connects
-        gave the next connect different ports (--check-merges found it; docs/design.md,
-        "Ports"). A port still in a connection the peers know is never given again."""
-        low = 40001 + 1000 * node.index
-        high = low + self.PORTS
-        net = self.net
-        used = {s.local[1] for _, s in net.tcp} | {addr[1] for addr in net.udp}
-        for c in net.conns:
-            used.add(c.a.addr[1])
-            if c.b is not None:
-                used.add(c.b.addr[1])
-        return next((p for p in range(low, high) if p not in used), None)
+        """The port a node's socket gets when it names none (Network.ephemeral_port)."""
+        return self.net.ephemeral_port(node.index)
 
     def name_of(self, owner: Owner) -> str:
         return self.nodes[owner.node].name if owner.client is None else owner.client
@@ -204,17 +185,9 @@ class Cluster:
         self.net.send(conn, side, msg, " -> ".join(self._chan_names(conn, side)) if full else "")
 
     def check_peer(self, sender: int, receiver: int, what: str, addr) -> None:
-        """A `peers` line (docs/model-file.md): node `sender` reaches node `receiver` at
-        addr (connects, sends, its CONNECT or datagram arrives); a node that declares its
-        peers may reach only them and itself. Anything else is a target error (exit 3)."""
-        allowed = self.spec.peers.get(sender)
-        if allowed is None or receiver == sender or receiver in allowed:
-            return
-        node = self.nodes[sender]
-        names = ", ".join(self.nodes[i].name for i in sorted(allowed)) or "none"
-        raise TargetError(self.where(node) + f"{what} {fmt_addr(addr)}, where node "
-                          f"{self.nodes[receiver].name} listens, which is not among its "
-                          f"peers (the model's line: peers {node.name}: {names})")
+        """A `peers` line: node `sender` reaches node `receiver` (world/peers.py)."""
+        peers.check(self.spec.peers, [n.name for n in self.nodes], sender, receiver,
+                    self.where(self.nodes[sender]) + what, addr)
 
     def process_exited(self, proc) -> None:
         """A process of a node ended by itself: the kernel closes its descriptors (a
@@ -610,90 +583,13 @@ class Cluster:
 
     # -- partial-order reduction (docs/design.md, "Partial-order reduction") ---------
     def traits(self) -> dict:
-        """The world in the parts --por tells apart (`changed`): every node; every
-        connection, as its condition, each end, and each channel; the ports each node
-        holds (its connections and UDP sockets: a new one takes the lowest free); the
-        datagrams in flight between two addresses; the listeners and the UDP sockets on
-        each port (a lookup reads those of its port); every client; each budget; the
-        replies; and "", the clock (time virtual), which every action reads."""
-        nodes, conns, dgrams, udp, listeners, clients, budgets, replies = self._world()
-        out: dict = {f"node {n[0]!r}": n for n in nodes}
-        out.update((f"client {c[0]!r}", c) for c in clients)
-        ports: dict[str, list] = {}
-        for c in conns:
-            key = c[0]
-            out[f"connection {key!r}"] = (c[1], c[2])
-            out[f"connection {key!r} end 0"] = c[5]
-            out[f"connection {key!r} end 1"] = c[6]
-            out[f"connection {key!r} channel 0"] = _Channel(c[3])
-            out[f"connection {key!r} channel 1"] = _Channel(c[4])
-            ports.setdefault(key[0], []).append(key)
-        for u in udp:
-            ports.setdefault(str(u[1]), []).append(u[0])
-            out.setdefault(f"UDP :{_port(u[0])}", []).append(u)
-        out.update((f"ports {owner}", held) for owner, held in ports.items())
-        for d in dgrams:
-            out[f"datagrams {d[:3]!r}"] = _Channel(out.get(f"datagrams {d[:3]!r}", _Channel(()))
-                                                   .items + (d,))
-        for item in listeners:
-            out.setdefault(f"listeners :{_port(item[0])}", []).append(item)
-        out.update((f"budget {kind}", left) for kind, left in budgets)
-        out["replies"] = replies
-        out[""] = self.net.clock
-        return out
+        """The world in the parts --por tells apart (world/traits.py)."""
+        return traits.parts(self._world(), self.net.clock)
 
     def changed(self, before: dict, action: Action, reads: frozenset[str]) -> frozenset[str]:
-        """The parts of the world (`traits`) the step just taken from `before` read or
-        changed: those that differ, where a channel (or the datagrams between two
-        addresses) that lost messages counts as taken from (" take") and one that
-        gained some as sent to (" put"), which commute (a send reads its own end as well: a
-        CRASH of the peer resets it), and a budget only when its last
-        unit was spent (two spenders commute while there is enough for both); the
-        node it delivered to,
-        fired or crashed; `reads`, the tables of listeners or UDP sockets it looked up
-        (a connection refused, a bind that failed: Network.reads as the step left it)."""
-        after = self.traits()
-        out = set()
-        for part in before.keys() | after.keys():
-            old, new = before.get(part), after.get(part)
-            if old == new:
-                continue
-            if part.startswith("budget ") and new:
-                continue        # spent, not the last: another spender is still enabled
-            if isinstance(old, _Channel) or isinstance(new, _Channel):
-                lost, gained = (old or _Channel(())).compare(new or _Channel(()))
-                if old is None or new is None:      # made or gone with its connection
-                    lost = gained = True
-                out.update(part + what for what, did in ((" take", lost), (" put", gained)) if did)
-                if gained and " channel " in part:  # a send reads its own end (reset?)
-                    conn, side = part.rsplit(" channel ", 1)
-                    out.add(f"{conn} end {side}")
-            else:
-                out.add(part)
+        """What the step just taken (`action`) from world parts `before` read or changed
+        (world/traits.py): the node it delivered to, fired or crashed, and `reads`,
+        Network.reads as the step left it, count as read."""
         name = getattr(action, "dst", None) or getattr(action, "name", None)
-        if any(n.name == name for n in self.nodes):
-            out.add(f"node {name!r}")
-        out.update(reads)
-        return frozenset(out)
-
-
-class _Channel:
-    """Messages in flight, compared as a multiset: a step that took some and one that
-    put others commute (a FIFO's head is not its tail while a delivery is enabled)."""
-    __slots__ = ("items",)
-
-    def __init__(self, items: tuple):
-        self.items = tuple(items)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _Channel) and self.items == other.items
-
-    def compare(self, new: "_Channel") -> tuple[bool, bool]:
-        """(some message of this one is not in new, new has one this one has not)."""
-        left = collections.Counter(self.items)
-        left.subtract(new.items)
-        return any(v > 0 for v in left.values()), any(v < 0 for v in left.values())
-
-
-def _port(addr: str) -> str:
-    return addr.rsplit(":", 1)[-1]
+        acted = {f"node {name!r}"} if any(n.name == name for n in self.nodes) else set()
+        return traits.changed(before, self.traits(), acted | reads)

@@ -190,6 +190,27 @@ class Network:
         self.reads: set[str] = set()
 
     # -- lookups -------------------------------------------------------------
+    PORTS = 999     # ephemeral ports of a node: 40001 + 1000 * index, and the 998 above
+
+    def ephemeral_port(self, index: int) -> int | None:
+        """The port a socket of node `index` gets when it names none (connect, listen,
+        bind to port 0, a first UDP send): the lowest of the node's range that nothing
+        uses now, no socket bound to it and no connection the network still knows
+        (established, in flight, half-closed, not yet collected) with an end there; None
+        when all are. That is a function of the world (its listeners, UDP sockets and
+        connections are in the fingerprint), not of how many ports the path gave out
+        before: with a counter, two paths that met in one world after different numbers
+        of connects gave the next connect different ports (--check-merges found it;
+        docs/design.md, "Ports"). A port still in a connection the peers know is never
+        given again."""
+        low = 40001 + 1000 * index
+        used = {s.local[1] for _, s in self.tcp} | {addr[1] for addr in self.udp}
+        for c in self.conns:
+            used.add(c.a.addr[1])
+            if c.b is not None:
+                used.add(c.b.addr[1])
+        return next((p for p in range(low, low + self.PORTS) if p not in used), None)
+
     def listener_for(self, addr: Addr):
         """Who accepts a connection to addr now: an exact address first, then a
         wildcard (0.0.0.0 or ::, every address: docs/target-contract.md, "The network:
