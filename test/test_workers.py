@@ -26,7 +26,7 @@ def test_same_counterexample_with_two_workers(tmp_path):
         assert r.returncode == 1, r.stdout + r.stderr
         outs.append(without_timestamps(r.stdout))
     assert outs[0] == outs[1]
-    assert counts(outs[1]) == (199, 112, 5)
+    assert counts(outs[1]) == (205, 120, 5)
     assert "State 5: <CRASH primary>" in outs[1].splitlines()
 
 
@@ -39,7 +39,7 @@ def test_same_counts_with_two_workers_on_a_full_search(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         results.append((counts(r.stdout), without_timestamps(r.stdout)))
     assert results[0] == results[1]
-    assert results[1][0] == (357, 177, 12)
+    assert results[1][0] == (401, 211, 12)
 
 
 @pytest.mark.parametrize("extra, status, expected, line", [
