@@ -187,12 +187,6 @@ def gate(*cmc_flags: str) -> dict:
     return rows
 
 
-# A known bug (docs/performance.md, "Partial-order reduction (issue 34)"): on goraft the
-# reduced search reaches 1234 distinct worlds, the full one 1285: some footprint there
-# misses what two steps share. Not found yet; --por is not to be trusted on it.
-KNOWN_LOST = {"goraft"}
-
-
 @pytest.mark.slow
 def test_bug_gate_with_por_gives_the_full_verdicts_and_lengths():
     """Every demo both ways, with and without --por: the same verdict and property; for
@@ -202,9 +196,6 @@ def test_bug_gate_with_por_gives_the_full_verdicts_and_lengths():
     assert full.keys() == reduced.keys() and len(full) >= 30
     for (demo, build), a in full.items():
         b = reduced[demo, build]
-        if demo in KNOWN_LOST:
-            assert b[-6:-2] != a[-6:-2], f"{demo} is no longer lost by --por: drop it from KNOWN_LOST"
-            continue
         # columns: demo build expected got generated distinct depth trace seconds result
         got_a, got_b = a[a.index("exit"):-6], b[b.index("exit"):-6]
         assert got_a == got_b, (demo, build, a, b)

@@ -592,4 +592,8 @@ class Cluster:
         Network.reads as the step left it, count as read."""
         name = getattr(action, "dst", None) or getattr(action, "name", None)
         acted = {f"node {name!r}"} if any(n.name == name for n in self.nodes) else set()
+        if self.virtual:
+            # time virtual: after every step the fold looks at the whole network and
+            # every node's deadline (foldable): each step reads the clock's part
+            acted.add("")
         return traits.changed(before, self.traits(), acted | reads)
