@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ..errors import TargetError
 from .cluster import Cluster, digest
+from .world.actions import ClientStart
 from .world.net import DATA, Connection, Endpoint, Network, Owner, Sock
 from .world.services import Services, compact_json
 
@@ -100,26 +101,6 @@ class LetterAction:
         if self.at is not None:
             out["behind"] = self.behind
         return out
-
-
-@dataclass(frozen=True)
-class ClientStarts:
-    """Time virtual: the clock reaches `at`, when Maelstrom client `client` sends its
-    first request (`client NAME after T`)."""
-    client: str
-    at: int
-    kind = "FIRE"
-
-    @property
-    def key(self) -> tuple:
-        return ("FIRE", self.client)
-
-    @property
-    def label(self) -> str:
-        return f"FIRE client {self.client} starts @ {self.at / 1e9:.3f}s"
-
-    def fields(self) -> dict:
-        return {"kind": self.kind, "node": self.client, "what": "starts", "at_ns": self.at}
 
 
 def _body_text(line: str) -> str:
@@ -292,7 +273,7 @@ class MaelstromCluster(Cluster):
             out += [LetterAction("DUP", *g) for g in faulty]
         return out
 
-    def _start_due(self) -> ClientStarts | None:
+    def _start_due(self) -> ClientStart | None:
         """Time virtual: the first Maelstrom client waiting to start, when the clock
         may reach it (not past the horizon, nor past a letter's latency bound unless
         the delay budget pays)."""
@@ -308,7 +289,7 @@ class MaelstromCluster(Cluster):
         late = sum(1 for sent in net.in_flight_sent() if net.clock <= sent + spec.latency_ns < at)
         if late > self.budgets.get("delay", 0):
             return None
-        return ClientStarts(client.spec.name, max(at, net.clock))
+        return ClientStart(client.spec.name, max(at, net.clock))
 
     def actions(self) -> list:
         out = self._letter_actions() + super().actions()
@@ -336,7 +317,7 @@ class MaelstromCluster(Cluster):
         self.step += 1
         self.step_label = f"<{action.label}>"
         self.net.reads = set()
-        if isinstance(action, ClientStarts):
+        if isinstance(action, ClientStart):
             if self.budgets.get("fire") is not None:
                 self.budgets["fire"] -= 1
             self.net.clock = max(self.net.clock, action.at)
