@@ -309,7 +309,7 @@ def forkable(node) -> None:
         # a fork of a namespace's first process is refused (CLONE_PARENT), and a copy
         # would not get its original's process ids
         raise NotForkable(f"node {node.name} has process ids of its own (machine pids private)")
-    if len(tasks.procs) > 1 or tasks.reapable:
+    if len(tasks.procs) > 1 or tasks.reaped_since():
         raise NotForkable(f"node {node.name} has more than one process")
     if tasks.groups:
         raise NotForkable(f"node {node.name} has a process group of its own making")

@@ -387,6 +387,13 @@ class Tasks:
                 pass
             os.close(fd)
 
+    def reaped_since(self) -> list[int]:
+        """The pids of processes gone that nobody has reaped yet: those their parents
+        waited for natively since their end drop out (a shell wrapper that ran a
+        command substitution, then exec'd the program, leaves none)."""
+        self.reapable = [pid for pid in self.reapable if not _reaped(pid)]
+        return self.reapable
+
     def kill(self) -> None:
         """SIGKILL every process of the node (a CRASH, or cleanup) and reap them:
         whole, an interrupt waits until it is done (cmc/interrupts.py)."""
