@@ -75,6 +75,7 @@ def test_a_demo_that_passes_keeps_its_counts(tmp_path, demo, expected):
     assert m and int(m.group(1)) >= int(m.group(2)) > 0, gated.stdout
 
 
+@pytest.mark.slow
 def test_durlog_backlog_order_is_in_the_world(tmp_path):
     """The finding on durlog: two clients connected while the primary was busy
     connecting to its backup are accepted oldest first, so the order they connected

@@ -35,7 +35,7 @@ COUNTS = {
 }
 
 
-@pytest.fixture(params=["replay", "fast"])
+@pytest.fixture(params=[pytest.param("replay", marks=pytest.mark.slow), "fast"])
 def mode(request) -> tuple[str, ...]:
     """The extra arguments of each way of visiting worlds."""
     return ("--fast",) if request.param == "fast" else ("--no-fast",)

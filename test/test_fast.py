@@ -50,7 +50,8 @@ def both_ways(model, tmp_path, *args, fast_args=("--fast",), env=None):
     return rc1, out1, d2
 
 
-@pytest.mark.parametrize("demo", DEMOS)
+@pytest.mark.parametrize("demo", [
+    pytest.param(d, marks=[pytest.mark.slow] if d == "raft" else []) for d in DEMOS])
 def test_fast_finds_the_same_bug_as_replay(demo, tmp_path):
     rc, out, fast = both_ways(MODELS / f"{demo}.model", tmp_path,
                               "-D", f"bin=../demo/build/{demo}-bug")
@@ -66,7 +67,7 @@ def test_fast_checks_the_correct_demo_as_replay_does(demo, tmp_path):
     assert fast["copies"] > fast["counts"]["distinct"] // 2
 
 
-@pytest.mark.parametrize("demo", ["durlog", "twopc"])
+@pytest.mark.parametrize("demo", ["durlog", pytest.param("twopc", marks=pytest.mark.slow)])
 def test_fast_with_two_workers_is_replay_again(demo, tmp_path):
     rc, out, fast = both_ways(MODELS / f"{demo}.model", tmp_path,
                               "-D", f"bin=../demo/build/{demo}-bug",
@@ -177,6 +178,7 @@ def test_interrupted_fast_search_leaves_nothing_behind(how, sig, tmp_path):
     assert str(ROOT / "demo" / "build" / "raft") not in ps
 
 
+@pytest.mark.slow
 def test_fast_copies_a_python_node(tmp_path):
     """CPython as the program under check: its start-up is what replay pays for at
     every world, and what a copy skips."""

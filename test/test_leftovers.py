@@ -16,7 +16,15 @@ CASES = [(m, d) for m in MODES for d in DEATHS
          if d != "SIGKILL of a worker" or "--workers" in m]
 
 
-@pytest.mark.parametrize("mode,death", CASES, ids=[f"{m}-{d}" for m, d in CASES])
+def _slow_unless_fast(cases):
+    """The default run ends the searches cmc runs by default (--fast, alone and with
+    workers) every way; replayed ones (--no-fast) are ended so in the slow run."""
+    return [pytest.param(m, d, id=f"{m}-{d}",
+                         marks=[] if m.startswith("--fast") else [pytest.mark.slow])
+            for m, d in cases]
+
+
+@pytest.mark.parametrize("mode,death", _slow_unless_fast(CASES))
 def test_nothing_is_left(tmp_path, mode, death):
     r = run_and_end(tmp_path, mode, death)
     assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]
@@ -39,7 +47,7 @@ WRAPPED = [(m, d) for m in ("replay", "--fast", "--workers 2")
            for d in ("exit", "SIGTERM", "SIGKILL")] + [("--workers 2", "SIGKILL of a worker")]
 
 
-@pytest.mark.parametrize("mode,death", WRAPPED, ids=[f"{m}-{d}" for m, d in WRAPPED])
+@pytest.mark.parametrize("mode,death", _slow_unless_fast(WRAPPED))
 def test_nothing_of_a_process_tree_is_left(tmp_path, mode, death):
     r = run_and_end(tmp_path, mode, death, wrap=True)
     assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]
@@ -54,7 +62,9 @@ def test_nothing_of_a_process_tree_is_left(tmp_path, mode, death):
 DAEMON = [("replay", "SIGKILL"), ("--workers 2", "SIGKILL"), ("replay", "exit")]
 
 
-@pytest.mark.parametrize("mode,death", DAEMON, ids=[f"{m}-{d}" for m, d in DAEMON])
+@pytest.mark.parametrize("mode,death", [
+    pytest.param(m, d, id=f"{m}-{d}", marks=[] if i == 0 else [pytest.mark.slow])
+    for i, (m, d) in enumerate(DAEMON)])
 def test_nothing_of_a_daemon_is_left(tmp_path, mode, death):
     r = run_and_end(tmp_path, mode, death, wrap="daemon")
     assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]

@@ -56,6 +56,7 @@ GOKV = ROOT / "demo" / "build" / "gokv"
 
 
 @pytest.mark.skipif(not GOKV.exists(), reason="Go is not installed (demo/gokv not built)")
+@pytest.mark.slow
 def test_a_go_service_counts_the_same_in_pinned_workers():
     """Go sizes its scheduler by the affinity mask: with two search workers, each pinned
     to a CPU, gokv gave `nondeterminism ... at the initial world` before the machine was

@@ -113,6 +113,7 @@ def test_por_reaches_every_world(name, tmp_path):
     assert (int(found.group(1)), int(found.group(2))) == CORRECT[name][1:]
 
 
+@pytest.mark.slow
 def test_replayed_and_copied_agree_byte_for_byte(tmp_path):
     """--no-fast launches every world again; --fast copies the nodes (a Maelstrom node is a
     single process like any other): the same output, and the same again on a second run."""

@@ -144,6 +144,7 @@ NONDETERMINISM = ("Error: nondeterminism: replaying the same actions gave a diff
                   "at step 2")
 
 
+@pytest.mark.slow
 def test_startup_and_select_1_with_a_crash(pgdata, tmp_path):
     """Acceptance 3 as a whole: the client of postgres.model and `budget crash 1`, under
     `machine pids private`: every witness (started, selected, relaunched) reached, the

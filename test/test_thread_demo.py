@@ -91,6 +91,7 @@ def crash0_model(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_tlog_correct_fast(tmp_path):
     correct(tmp_path, "--fast")
     no_node_left()

@@ -93,7 +93,7 @@ def ok(r) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
-@pytest.mark.parametrize("name", params())
+@pytest.mark.parametrize("name", params(slow=SLOW))
 def test_exact_counts(name, tmp_path_factory):
     prog, expected = PROGRAMS[name]
     need(prog)
@@ -127,7 +127,7 @@ def test_det_is_clean(name, tmp_path, tmp_path_factory):
     assert counts(r.stdout) == counts(replays(name, tmp_path_factory)[0].stdout)
 
 
-@pytest.mark.parametrize("name", params())
+@pytest.mark.parametrize("name", params(slow=SLOW))
 def test_fast_gives_replays_output(name, tmp_path, tmp_path_factory):
     prog, _ = PROGRAMS[name]
     need(prog)
