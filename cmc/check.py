@@ -25,7 +25,8 @@ from .engine.replay import Nondeterminism, replay, violated_at_end
 from .engine.simulate import Simulation
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
 from .lang import check_binaries, load_model
-from .lang.workloads import DEFAULT_OPS, NOT_YET, WORKLOADS, model_text   # cmc maelstrom
+from .lang.workloads import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS,  # cmc maelstrom
+                             check_horizon, model_text)
 from .report.console import make_reporter
 from .report.html import report_from_trace, write_html
 from .report.tlc import KIND_WORDING, TlcReporter

@@ -18,7 +18,7 @@ import time
 from . import __version__
 from .adapter import PropertyEvaluationError
 from .check import DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, check
-from .check import DEFAULT_OPS, NOT_YET, WORKLOADS, model_text
+from .check import BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, model_text
 from .errors import CmcError, ModelError, UsageError
 from .report import json as json_report
 from .report.tlc import render_evaluated_in
@@ -300,6 +300,12 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
                    "and g-set, whose values go to every node; 2 for the others)")
     p.add_argument("--write-model", metavar="FILE",
                    help="where the model goes (default maelstrom-WORKLOAD.model)")
+    for kind, what in (("crash", "node crashes (each relaunches the node, which gets init "
+                        "again)"), ("drop", "lost messages (default 1 where messages go "
+                        "between nodes or to a service)"), ("dup", "duplicated messages")):
+        p.add_argument(f"--{kind}", type=_count(0), metavar="N", help=f"how many {what}")
+    p.add_argument("--horizon", metavar="D", help="how long virtual time runs (e.g. 4s; "
+                   "later than the final reads)")
     ours, rest = p.parse_known_args(argv)
     if ours.workload in NOT_YET:
         p.error(f"{ours.workload} has no model of its own yet: write its clients and "
@@ -311,11 +317,16 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
         p.error(f"--bin {ours.bin!r}: {e}")
     if not words:
         p.error("--bin is empty")
+    if ours.horizon is not None and (why := check_horizon(ours.workload, ours.horizon)):
+        p.error(why)
+    budgets = {kind: getattr(ours, kind) for kind in BUDGET_FLAGS
+               if getattr(ours, kind) is not None}
     path = ours.write_model or f"maelstrom-{ours.workload}.model"
     try:
         with open(path, "w", encoding="utf-8") as f:
             f.write(model_text(ours.workload, shlex.join(words), ours.node_count,
-                               ours.ops or DEFAULT_OPS.get(ours.workload, 2)))
+                               ours.ops or DEFAULT_OPS.get(ours.workload, 2), budgets,
+                               ours.horizon))
     except OSError as e:
         p.error(f"cannot write the model to {path}: {e.strerror}")
     print(f"cmc maelstrom: the model is {path} (edit it; cmc --model-file {path} checks it "

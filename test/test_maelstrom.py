@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 
 import pytest
 
@@ -285,11 +286,50 @@ def test_the_model_the_command_writes(tmp_path):
      'clients and properties in a model file (docs/maelstrom.md, "The workloads")'),
     (["echo"], "cmc maelstrom: the following arguments are required: --bin"),
     (["echo", "--bin", "'x"], "cmc maelstrom: --bin \"'x\": No closing quotation"),
+    (["g-counter", "--bin", "x", "--horizon", "1s"], "cmc maelstrom: --horizon 1s: the final "
+     "reads of g-counter come after 1s, so the horizon must be later than that"),
+    (["echo", "--bin", "x", "--horizon", "4q"], "cmc maelstrom: --horizon 4q: a duration > 0 "
+     "such as 4s or 2500ms (units ns, us, ms, s)"),
+    (["echo", "--bin", "x", "--crash", "-1"], "cmc maelstrom: argument --crash: must be at "
+     "least 0, got -1"),
 ])
 def test_the_maelstrom_command_refuses(args, message, tmp_path):
     r = run_cmc("maelstrom", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
+
+
+@pytest.mark.parametrize("workload, flags, lines", [
+    ("g-counter", {}, ["service seq-kv", "time virtual", "budget drop 1"]),
+    ("g-counter", {"budgets": {"crash": 1, "drop": 0}, "horizon": "3s"},
+     ["service seq-kv", "time virtual horizon 3s", "budget crash 1"]),
+    ("broadcast", {"budgets": {"dup": 2}}, ["time virtual horizon 4s", "budget drop 1",
+                                            "budget dup 2"]),
+    ("echo", {}, []),
+    ("unique-ids", {"budgets": {"crash": 1}}, ["budget crash 1"]),
+])
+def test_budgets_and_horizon_of_the_written_model(workload, flags, lines):
+    """--crash, --drop, --dup and --horizon over each workload's defaults: the lines
+    between the nodes and the clients."""
+    from cmc.lang.workloads import model_text
+    text = model_text(workload, "./node", 2, 2, **flags).split("\n")
+    first_client = next(i for i, line in enumerate(text) if line.startswith("client"))
+    assert [line for line in text[4:first_client] if line] == lines
+
+
+def test_a_counter_node_hands_out_an_id_twice_after_a_crash(tmp_path):
+    """The unique-ids node made the usual way (the node's id and a counter in memory) is
+    right under Maelstrom, which never restarts a node; a CRASH (--crash 1) restarts
+    the counter, and the third generate gets the first's id."""
+    r = run_cmc("maelstrom", "unique-ids", "--bin", f"{sys.executable} {DEMO / 'unique_ids.py'}",
+                "--crash", "1", "--ops", "3", "--max-memory", "3G", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Invariant unique is violated" in r.stdout
+    assert counts(r.stdout) == (32, 28, 4)
+    assert steps(r.stdout) == ['<DELIVER c1 -> n1 {"type":"generate","msg_id":1}>',
+                               "<CRASH n1>",
+                               '<DELIVER c3 -> n1 {"type":"generate","msg_id":1}>']
+    assert "budget crash 1" in (tmp_path / "maelstrom-unique-ids.model").read_text()
 
 
 def test_cas_in_a_history():

@@ -27,13 +27,63 @@ def _body(**fields) -> str:
     return json.dumps(fields, separators=(", ", ": "))
 
 
-def model_text(workload: str, command: str, nodes: int, ops: int) -> str:
-    """The model of `workload` over `nodes` copies of `command`, with `ops` operations."""
+# What the network and the nodes may do by default, per workload: where messages go
+# between the nodes (or to a service) one may be lost; the final reads of those come
+# `after` this long, under `time virtual` (its horizon, where not the default minute).
+_BUDGETS = {"broadcast": {"drop": 1}, "g-set": {"drop": 1}, "g-counter": {"drop": 1},
+            "pn-counter": {"drop": 1}, "lin-kv": {"drop": 1}}
+_READS_AFTER_S = {"broadcast": 3, "g-set": 3, "g-counter": 1, "pn-counter": 1, "lin-kv": 1}
+_HORIZON = {"broadcast": "4s", "g-set": "4s"}
+BUDGET_FLAGS = ("crash", "drop", "dup")
+_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+
+
+def horizon_ns(text: str) -> int | None:
+    """A --horizon such as 4s or 2500ms, in nanoseconds (None: not a duration)."""
+    digits = text.rstrip("nums")
+    unit = text[len(digits):]
+    if not digits.isdigit() or unit not in _UNITS or int(digits) == 0:
+        return None
+    return int(digits) * _UNITS[unit]
+
+
+def check_horizon(workload: str, text: str) -> str | None:
+    """Why `text` is no horizon for `workload`'s model (None: it is one)."""
+    ns = horizon_ns(text)
+    if ns is None:
+        return f"--horizon {text}: a duration > 0 such as 4s or 2500ms (units ns, us, ms, s)"
+    after = _READS_AFTER_S.get(workload)
+    if after is not None and ns <= after * 10**9:
+        return (f"--horizon {text}: the final reads of {workload} come after {after}s, so the "
+                f"horizon must be later than that")
+    return None
+
+
+def _settings(workload: str, budgets: dict[str, int], horizon: str | None) -> list[str]:
+    """The service, time and budget lines: the workload's defaults, `budgets` (kind ->
+    units, 0 for none) and `horizon` (a duration's text) over them."""
+    lines = ["service seq-kv"] if workload in ("g-counter", "pn-counter") else []
+    horizon = horizon or _HORIZON.get(workload)
+    if workload in _READS_AFTER_S or horizon:
+        lines.append("time virtual" + (f" horizon {horizon}" if horizon else ""))
+    spent = {**_BUDGETS.get(workload, {}), **budgets}
+    lines += [f"budget {kind} {spent[kind]}" for kind in BUDGET_FLAGS if spent.get(kind)]
+    return lines + [""] if lines else []
+
+
+def model_text(workload: str, command: str, nodes: int, ops: int,
+               budgets: dict[str, int] | None = None, horizon: str | None = None) -> str:
+    """The model of `workload` over `nodes` copies of `command`, with `ops` operations;
+    `budgets` and `horizon` as `cmc maelstrom`'s --crash/--drop/--dup and --horizon give
+    them (over the workload's defaults)."""
     names = [f"n{i + 1}" for i in range(nodes)]
+    flags = "".join(f" --{kind} {n}" for kind, n in (budgets or {}).items())
+    flags += f" --horizon {horizon}" if horizon else ""
     head = [f"# cmc maelstrom {workload} --bin {shlex.quote(command)} --node-count {nodes} "
-            f"--ops {ops}",
+            f"--ops {ops}{flags}",
             "# (docs/maelstrom.md; edit it and run cmc --model-file on it)"]
     head += [f"node {n} = maelstrom {json.dumps(command)}" for n in names]
+    head += [""] + _settings(workload, budgets or {}, horizon)
     to = [names[i % nodes] for i in range(ops)]       # the node of operation i
     if workload == "echo":
         lines = [f"client c{i + 1} -> {to[i]}: "
@@ -55,7 +105,7 @@ def model_text(workload: str, command: str, nodes: int, ops: int) -> str:
         lines = _lin_kv(names, to, ops)
     else:
         raise ValueError(workload)
-    return "\n".join(head + [""] + lines) + "\n"
+    return "\n".join(head + lines) + "\n"
 
 
 def _sets(workload: str, names: list[str], to: list[str], ops: int) -> list[str]:
@@ -64,14 +114,14 @@ def _sets(workload: str, names: list[str], to: list[str], ops: int) -> list[str]
     add, field, listed = (("broadcast", "message", "messages") if workload == "broadcast"
                           else ("add", "element", "value"))
     topology = {n: [m for m in names if m != n] for n in names}
-    lines = ["time virtual horizon 4s", "budget drop 1", ""]
+    lines = []
     for k, n in enumerate(names):
         bodies = [_body(type="topology", topology=topology)] if workload == "broadcast" else []
         bodies += [_body(**{"type": add, field: i + 1}) for i in range(ops) if to[i] == n]
         if bodies:
             lines.append(f"client c{k + 1} -> {n}: " + ", ".join(bodies))
     lines.append("# the final reads, once a resend has had time")
-    lines += [f"client r{k + 1} after 3s -> {n}: {_body(type='read')}"
+    lines += [f"client r{k + 1} after {_READS_AFTER_S[workload]}s -> {n}: {_body(type='read')}"
               for k, n in enumerate(names)]
     lines += ["", "invariant final_reads_have_every_ack:",
               '    all r in replies: r.req.type == "read" =>',
@@ -85,11 +135,10 @@ def _counters(workload: str, names: list[str], to: list[str], ops: int) -> list[
     """g-counter and pn-counter over seq-kv: once every add was acknowledged, a final
     read is their sum. One client per add (the language has no sum over a filter)."""
     deltas = [-(i + 1) if workload == "pn-counter" and i % 2 else i + 1 for i in range(ops)]
-    lines = ["service seq-kv", "time virtual", "budget drop 1", ""]
-    lines += [f"client c{i + 1} -> {to[i]}: {_body(type='add', delta=deltas[i])}"
+    lines = [f"client c{i + 1} -> {to[i]}: {_body(type='add', delta=deltas[i])}"
               for i in range(ops)]
     lines.append("# the final reads, once every add is done")
-    lines += [f"client r{k + 1} after 1s -> {n}: {_body(type='read')}"
+    lines += [f"client r{k + 1} after {_READS_AFTER_S[workload]}s -> {n}: {_body(type='read')}"
               for k, n in enumerate(names)]
     lines += ["", "invariant final_reads_count_every_ack:",
               '    all r in replies: r.req.type == "read" =>']
@@ -103,7 +152,7 @@ def _lin_kv(names: list[str], to: list[str], ops: int) -> list[str]:
     """lin-kv: one key; operation i writes i + 1, reads, or compare-and-sets what the
     write before it wrote, in turn; a final read on every node; the history must be
     linearizable."""
-    lines = ["time virtual", "budget drop 1", ""]
+    lines = []
     for i in range(ops):
         if i % 3 == 0:
             body = _body(type="write", key=0, value=i + 1)
@@ -113,7 +162,8 @@ def _lin_kv(names: list[str], to: list[str], ops: int) -> list[str]:
             body = _body(type="cas", key=0, **{"from": i - 1, "to": i + 1})
         lines.append(f"client c{i + 1} -> {to[i]}: {body}")
     lines.append("# the final reads, once every operation is done")
-    lines += [f"client r{k + 1} after 1s -> {n}: {_body(type='read', key=0)}"
+    lines += [f"client r{k + 1} after {_READS_AFTER_S['lin-kv']}s -> {n}: "
+              f"{_body(type='read', key=0)}"
               for k, n in enumerate(names)]
     lines += ["", "linearizable kv_is_linearizable"]
     return lines
