@@ -17,6 +17,7 @@ Counts are exact; where they are known by hand the comment says how.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -57,6 +58,25 @@ def test_durlog_through_a_forking_shell_gives_durlogs_counts(tmp_path):
     r = cmc(tmp_path, MODELS / "durlog-wrap.model")
     ok(r)
     assert counts(r.stdout) == (2983, 1460, 14)         # models/durlog.model's
+
+
+def test_a_wrapper_that_reaped_its_children_then_execd_is_copied(tmp_path):
+    """A wrapper that runs a child and reaps it before it execs the program (the way
+    pyenv's python3 shim does): the node is one process again once it has, and its
+    worlds are copied, none replayed (before, every world of it was replayed from
+    launch); the echo model's own counts."""
+    wrapper = tmp_path / "execwrap.sh"
+    wrapper.write_text('#!/bin/sh\nhere=$(dirname "$0")   # a child, reaped by the shell\n'
+                       'exec "$@"\n')
+    wrapper.chmod(0o755)
+    model = (ROOT / "models" / "maelstrom" / "echo.model").read_text().replace(
+        '"python3 {model_dir}/../../demo/', f'"{wrapper} {sys.executable} {ROOT}/demo/')
+    (tmp_path / "echo.model").write_text(model)
+    r = cmc(tmp_path, tmp_path / "echo.model", "--json", tmp_path / "r.json")
+    ok(r)
+    assert counts(r.stdout) == (9, 9, 4)                # models/maelstrom/echo.model's
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["replayed"] == {} and report["copies"] > 0, report["replayed"]
 
 
 def test_durlog_bug_through_a_forking_shell_gives_durlogs_counterexample(tmp_path):
