@@ -14,6 +14,13 @@ MODELS = ROOT / "models"
 TEST_MODELS = ROOT / "test" / "models"
 PROGS = ROOT / "test" / "progs" / "build"
 
+# `python3` in a model (the Maelstrom demos, test programs) is the interpreter that runs
+# the tests, found first on PATH: not a version manager's shim (pyenv's runs some forty
+# programs under cmc at every launch of a node, about a second each). A test of the shim
+# itself sets PATH of its own (test_process_tree.py).
+os.environ["PATH"] = os.path.dirname(os.path.realpath(sys.executable)) + os.pathsep \
+    + os.environ.get("PATH", "")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def built():
