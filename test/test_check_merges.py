@@ -23,6 +23,7 @@ def first_model(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_without_the_gate_a_node_that_keeps_undeclared_state_passes(tmp_path):
     """counter --first answers "?" with the first line it received and declares only
     how many lines it has: worlds where 1 came first and where 2 came first merge."""

@@ -51,7 +51,7 @@ def both_ways(model, tmp_path, *args, fast_args=("--fast",), env=None):
 
 
 @pytest.mark.parametrize("demo", [
-    pytest.param(d, marks=[pytest.mark.slow] if d == "raft" else []) for d in DEMOS])
+    pytest.param(d, marks=[pytest.mark.slow] if d in ("raft", "twopc") else []) for d in DEMOS])
 def test_fast_finds_the_same_bug_as_replay(demo, tmp_path):
     rc, out, fast = both_ways(MODELS / f"{demo}.model", tmp_path,
                               "-D", f"bin=../demo/build/{demo}-bug")
@@ -143,7 +143,7 @@ def test_fast_is_not_for_simulation(tmp_path):
 @pytest.mark.parametrize("model,args,rc", [
     pytest.param(MODELS / "durlog.model", ("--dfs", "10"), 0, marks=pytest.mark.slow),
     (MODELS / "twopc.model", ("--dfs", "15", "-D", "bin=../demo/build/twopc-bug"), 1),
-    (TEST_MODELS / "journal.model", ("--dfs", "10"), 0),
+    pytest.param(TEST_MODELS / "journal.model", ("--dfs", "10"), 0, marks=pytest.mark.slow),
 ], ids=["durlog", "twopc-bug", "journal"])
 def test_fast_depth_first_is_replay_again(model, args, rc, tmp_path):
     """Depth-first search with --fast: every child pushed keeps its copy as the

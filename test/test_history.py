@@ -17,7 +17,7 @@ from conftest import MODELS, ROOT, counts, run_cmc, without_timestamps
 BUILD = ROOT / "demo" / "build"
 
 
-@pytest.fixture(params=["fast", "replay"])
+@pytest.fixture(params=["fast", pytest.param("replay", marks=pytest.mark.slow)])
 def mode(request) -> tuple[str, ...]:
     return ("--fast",) if request.param == "fast" else ("--no-fast",)
 

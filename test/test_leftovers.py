@@ -63,8 +63,7 @@ DAEMON = [("replay", "SIGKILL"), ("--workers 2", "SIGKILL"), ("replay", "exit")]
 
 
 @pytest.mark.parametrize("mode,death", [
-    pytest.param(m, d, id=f"{m}-{d}", marks=[] if i == 0 else [pytest.mark.slow])
-    for i, (m, d) in enumerate(DAEMON)])
+    pytest.param(m, d, id=f"{m}-{d}", marks=pytest.mark.slow) for m, d in DAEMON])
 def test_nothing_of_a_daemon_is_left(tmp_path, mode, death):
     r = run_and_end(tmp_path, mode, death, wrap="daemon")
     assert r["status"] == STATUS[death], r["stdout"][-3000:] + r["stderr"][-3000:]

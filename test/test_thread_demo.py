@@ -114,7 +114,8 @@ def test_tlog_bug_is_caught_by_a_crash_the_same_both_ways(tmp_path):
     no_node_left()
 
 
-@pytest.mark.parametrize("mode", [("--no-fast",), ("--fast",)], ids=["replay", "fast"])
+@pytest.mark.parametrize("mode", [pytest.param(("--no-fast",), marks=pytest.mark.slow),
+                                  ("--fast",)], ids=["replay", "fast"])
 def test_tlog_bug_needs_a_crash(tmp_path, mode):
     r = run_cmc("--model-file", crash0_model(tmp_path), *mode, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
