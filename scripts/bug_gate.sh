@@ -42,6 +42,9 @@ maelstrom-unique-ids models/maelstrom/unique-ids.model unique
 maelstrom-broadcast  models/maelstrom/broadcast.model  final_read_has_every_ack
 maelstrom-g-counter  models/maelstrom/g-counter.model  final_read_counts_every_ack
 maelstrom-lin-kv     models/maelstrom/lin-kv.model     kv_is_linearizable
+maelstrom-g-set      models/maelstrom/g-set.model      final_reads_have_every_ack
+maelstrom-pn-counter models/maelstrom/pn-counter.model final_reads_count_every_ack
+maelstrom-raft-kv    models/maelstrom/raft-kv.model    kv_is_linearizable
 maelstrom-unique-ids-perl models/maelstrom/unique-ids-perl.model unique
 maelstrom-echo-js    models/maelstrom/echo-js.model    echoed
 gobroadcast models/gobroadcast.model final_read_has_every_ack
