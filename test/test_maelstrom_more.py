@@ -7,17 +7,12 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT, counts, run_cmc, without_timestamps
+from test_maelstrom import steps
 
 
 def check(model: str, *args):
     return run_cmc("--model-file", f"models/maelstrom/{model}.model", "--max-memory", "3G",
                    *args, cwd=ROOT)
-
-
-def steps(out: str) -> list[str]:
-    """The labels of a counterexample's states after the first."""
-    return [line.split(": ", 1)[1] for line in out.splitlines()
-            if line.startswith("State ") and not line.startswith("State 1:")]
 
 
 # model: (generated, distinct, depth) of the correct node
