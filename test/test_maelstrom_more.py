@@ -49,18 +49,18 @@ BUGGY = {
                     '<DELIVER c1 -> n1 {"type":"add","delta":-1,"msg_id":2}>',
                     '<DELIVER n1 -> n2 {"type":"replicate","sums":{"n1":1}}>',
                     '<DELIVER n1 -> n2 {"type":"replicate","sums":{"n1":2}}>',
-                    "<FIRE client c2 starts @ 0.500s>",
+                    "<FIRE client c2 starts @ 0.250s>",
                     '<DELIVER c2 -> n2 {"type":"add","delta":-3,"msg_id":1}>',
                     '<DELIVER n2 -> n1 {"type":"replicate","sums":{"n1":2,"n2":-3}}>',
-                    "<FIRE n1 pselect6 500ms @ 1.000s>",
+                    "<FIRE n1 pselect6 250ms @ 0.500s>",
                     '<DELIVER n1 -> n2 {"type":"replicate","sums":{"n1":2,"n2":0}}>',
                     '<DELIVER n2 -> n1 {"type":"replicate","sums":{"n1":2,"n2":0}}>',
-                    "<FIRE client r1 starts @ 1.500s>",
+                    "<FIRE client r1 starts @ 0.750s>",
                     '<DELIVER r1 -> n1 {"type":"read","msg_id":1}>'], (106, 90, 13)),
     # n1 is elected, the write is committed on n1 and n2, its entry to n3 is lost, and
     # n3 answers a later read from its empty store
     "raft-kv": ("Error: Linearizability property kv_is_linearizable is violated.",
-                ["<FIRE n1 pselect6 200.001ms @ 0.200s>",
+                ["<FIRE n1 pselect6 250ms @ 0.250s>",
                  '<DELIVER n1 -> n2 {"type":"request_vote","term":1,"candidate":"n1",'
                  '"last_index":0,"last_term":0,"msg_id":1}>',
                  '<DELIVER n1 -> n3 {"type":"request_vote","term":1,"candidate":"n1",'

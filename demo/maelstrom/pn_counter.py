@@ -4,15 +4,15 @@ of the total, on every node, with no service behind them.
 
 The counter is a state-based CRDT. A node keeps, for every node, two sums of that
 node's deltas: the positive ones (p) and the negated negative ones (n). Both only grow,
-and only their own node changes them, so two copies merge by taking the larger of each
-entry, whatever order copies arrive in and however often. The total is the sum of p
-less the sum of n. A node answers an add at once, sends its whole state to every other
-node, and sends it again every second, so a state the network lost is made good by the
-next one.
+and only their own node adds to them, so two copies merge by taking the larger of each
+entry, in whatever order copies arrive and however often. The total is the sum of p
+less the sum of n. A node answers an add at once and sends its whole state to every
+other node; it sends it again every half second, so a state the network lost is made
+good by the next one (no acknowledgements: merging a state twice changes nothing).
 
 --bug: one sum per node, of all its deltas, merged by the larger of each entry as a
 g-counter's are: a sum that a negative delta made smaller loses to the older, larger
-copy of it another node holds."""
+copy of it another node holds (and a negative sum to the 0 a node starts from)."""
 import sys
 
 from msgloop import Node
@@ -79,5 +79,5 @@ def read(msg):
     node.reply(msg, {"type": "read_ok", "value": total()})
 
 
-node.every(1.0, gossip)
+node.every(0.5, gossip)
 node.run()

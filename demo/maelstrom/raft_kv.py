@@ -8,7 +8,7 @@ compare-and-set that must be linearizable, replicated by a log the nodes agree o
   its vote once per term, and only to a candidate whose log is at least as up to date
   as its own (by the term of the last entry, then the length). A majority makes the
   candidate the leader. A message with a higher term makes anyone a follower of it.
-  The election periods grow with a node's place in node_ids (200 ms, 1 s, 1.8 s, ...)
+  The election periods grow with a node's place in node_ids (250 ms, 1 s, 1.75 s, ...)
   where a deployment would draw them at random: the first node stands first, and the
   search does not spend itself on split votes.
 - Replication. The leader appends each client request to its log and sends every
@@ -230,7 +230,8 @@ def append_entries(msg):
         if index > len(log):
             log.append(entry)
     match = prev + len(body["entries"])
-    if body["commit"] > commit:
+    # what the leader has committed, as far as this message shows this log agrees
+    if min(body["commit"], match) > commit:
         commit = min(body["commit"], match)
         apply()
     node.reply(msg, {"type": "append_entries_ok", "term": term, "success": True,
@@ -274,7 +275,7 @@ start = node.handlers["init"]
 def init(msg):
     start(msg)
     place = node.node_ids.index(node.node_id)
-    node.every(0.2 + 0.8 * place, election_tick)
+    node.every(0.25 + 0.75 * place, election_tick)
 
 
 node.every(HEARTBEAT, heartbeat)
