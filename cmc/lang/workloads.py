@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import shlex
 
+from .load import UNITS
+
 WORKLOADS = ("echo", "unique-ids", "broadcast", "g-set", "g-counter", "pn-counter", "lin-kv")
 NOT_YET = ("kafka", "txn-list-append", "txn-rw-register")
 # The operations of a check by default: a broadcast's value travels to every node, and
@@ -27,24 +29,21 @@ def _body(**fields) -> str:
     return json.dumps(fields, separators=(", ", ": "))
 
 
-# What the network and the nodes may do by default, per workload: where messages go
-# between the nodes (or to a service) one may be lost; the final reads of those come
-# `after` this long, under `time virtual` (its horizon, where not the default minute).
-_BUDGETS = {"broadcast": {"drop": 1}, "g-set": {"drop": 1}, "g-counter": {"drop": 1},
-            "pn-counter": {"drop": 1}, "lin-kv": {"drop": 1}}
+# Where messages go between the nodes (or to a service), by default one may be lost
+# (`budget drop 1`), and the final reads come `after` this long under `time virtual`
+# (its horizon, where not the default minute).
 _READS_AFTER_S = {"broadcast": 3, "g-set": 3, "g-counter": 1, "pn-counter": 1, "lin-kv": 1}
 _HORIZON = {"broadcast": "4s", "g-set": "4s"}
 BUDGET_FLAGS = ("crash", "drop", "dup")
-_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
 
 
 def horizon_ns(text: str) -> int | None:
     """A --horizon such as 4s or 2500ms, in nanoseconds (None: not a duration)."""
     digits = text.rstrip("nums")
     unit = text[len(digits):]
-    if not digits.isdigit() or unit not in _UNITS or int(digits) == 0:
+    if not digits.isdigit() or unit not in UNITS or int(digits) == 0:
         return None
-    return int(digits) * _UNITS[unit]
+    return int(digits) * UNITS[unit]
 
 
 def check_horizon(workload: str, text: str) -> str | None:
@@ -66,7 +65,7 @@ def _settings(workload: str, budgets: dict[str, int], horizon: str | None) -> li
     horizon = horizon or _HORIZON.get(workload)
     if workload in _READS_AFTER_S or horizon:
         lines.append("time virtual" + (f" horizon {horizon}" if horizon else ""))
-    spent = {**_BUDGETS.get(workload, {}), **budgets}
+    spent = {**({"drop": 1} if workload in _READS_AFTER_S else {}), **budgets}
     lines += [f"budget {kind} {spent[kind]}" for kind in BUDGET_FLAGS if spent.get(kind)]
     return lines + [""] if lines else []
 

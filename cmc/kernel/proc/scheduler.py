@@ -47,7 +47,7 @@ from ..calls.handler import fd_arg
 from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
-from .tasks import Tasks, _past_fork, _reaped
+from .tasks import Tasks, _past_fork
 from .tasks import NATIVE_WAITS, Process, Thread
 
 # What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
@@ -369,7 +369,7 @@ class Scheduler(Tasks):
             self.forget(proc)
             self.node.cluster.process_exited(proc)
             self.reapable.append(proc.pid)
-        self.reapable = [pid for pid in self.reapable if not _reaped(pid)]
+        self.reaped_since()
         if orphan is not None and self.forking is not None:
             self._add_process(orphan, proc)    # after the parent's threads are forgotten
         if self.procs:
