@@ -852,11 +852,17 @@ static int stop_thread(int tid, int listener, uint64_t held, struct thread_state
     /* The interrupt is queued first: the throw-away answer then returns into a
      * ptrace stop, before the program can see it. */
     if (ptrace(PTRACE_INTERRUPT, tid, 0, 0)) return -errno;
-    e = cmc_respond(listener, held, 0, EINTR, 0);
-    if (e && e != -ENOENT) return e;
+    if (held) {
+        e = cmc_respond(listener, held, 0, EINTR, 0);
+        if (e && e != -ENOENT) return e;
+    }
     if ((e = wait_traced(tid, &st, 2000))) return e;
     if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP) return -EPROTO;
     if (ptrace(PTRACE_GETREGS, tid, 0, &saved)) return -errno;
+    /* held 0: asleep in a native call, which the interrupt made return a restart
+     * code (ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND); anything else means it had
+     * ended, and going back into it would lose its result */
+    if (!held && !((long)saved.rax <= -512 && (long)saved.rax >= -514)) return -EAGAIN;
     errno = 0;
     long word = ptrace(PTRACE_PEEKTEXT, tid, saved.rip - 2, 0);
     if (errno || (word & 0xffff) != 0x050f) return -ENOEXEC;
@@ -1029,6 +1035,323 @@ out_child:
     while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR) {}
 out_restore:
     /* the originals, each about to make its held call again */
+    for (int i = 0; i < stopped; i++)
+        ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
+out_detach:
+    for (int i = 0; i < seized; i++)
+        ptrace(PTRACE_DETACH, tids[i], 0, 0);
+out:
+    free(ts);
+    free(made);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
+}
+
+/* ---- copies of process trees (cmc_fork_tree) --------------------------------- */
+
+/* The first thread of a process made by a clone or fork (stopped at its birth, a
+ * copy of thread `like`): its other threads made as its original's (tids[1..k)),
+ * each dressed as in cmc_fork_threads, then its first itself. made[] gets them. */
+static int make_threads(int child, int listener, struct thread_state *ts, const uint64_t *ctids,
+                        int k, int *made)
+{
+    long res;
+    int st, e;
+    made[0] = child;
+    for (int i = 1; i < k; i++) {
+        uint64_t a[6] = { CLONE_A_THREAD, 0, 0, 0, 0, 0 };
+        int t = 0;
+        if ((e = inject_notified(child, listener, &ts[0].again, ts[0].again.rip, __NR_clone, a,
+                                 &res, &t)))
+            return e;
+        if (res < 0 || !t) return res < 0 ? (int)res : -ECHILD;
+        made[i] = t;
+        if ((e = wait_traced(t, &st, 2000))) return e;
+        if (!WIFSTOPPED(st)) return -EPROTO;
+        if ((e = dress_thread(t, listener, &ts[i], ctids[i], 1))) return e;
+    }
+    return dress_thread(child, listener, &ts[0], ctids[0], 0);
+}
+
+/* In a copy stopped at its birth (registers b): its working directory cwd, its
+ * mappings of the node's files made again, its process group pgid (0: its own). */
+static int settle_copy(int child, int listener, const struct user_regs_struct *b, const char *cwd,
+                       int nmaps, const struct cmc_remap *maps, int pgid)
+{
+    long res;
+    int e;
+    char path[256];
+    size_t len = strlen(cwd) + 1;
+    if (len > sizeof path) return -ENAMETOOLONG;
+    memcpy(path, cwd, len);
+    uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
+    if ((e = inject_with(child, listener, b, b->rip, __NR_chdir, a, 0, path, len, &res))) return e;
+    if (res) return (int)res;
+    if ((e = remap(child, listener, b, nmaps, maps))) return e;
+    if ((e = inject_notified(child, listener, b, b->rip, __NR_setpgid,
+                             (uint64_t[6]){ 0, (uint64_t)pgid, 0, 0, 0, 0 }, &res, NULL)))
+        return e;
+    return res ? (int)res : 0;
+}
+
+/* clone3 in stopped tracee tid with exit signal SIGCHLD and set_tid = {pid}: its
+ * arguments lie at the thread's stack pointer while it runs, and are put back in
+ * the caller and in the new process. *born: the new process, stopped at its birth. */
+static int clone_with_pid(int tid, int listener, const struct user_regs_struct *b, int pid,
+                          int *born)
+{
+    struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
+             tls, set_tid, set_tid_size, cgroup; int32_t tids[2]; } args;
+    unsigned char kept[sizeof args];
+    memset(&args, 0, sizeof args);
+    uint64_t at = b->rsp & ~(uint64_t)15;     /* what is there is put back after */
+    args.exit_signal = SIGCHLD;
+    args.set_tid = at + offsetof(__typeof__(args), tids);
+    args.set_tid_size = 1;
+    args.tids[0] = pid;
+    if (cmc_read_mem(tid, at, kept, sizeof kept) != (int64_t)sizeof kept) return -EFAULT;
+    if (cmc_write_mem(tid, at, &args, sizeof args) != (int64_t)sizeof args) return -EFAULT;
+    long res;
+    int st, e;
+    *born = 0;
+    uint64_t a[6] = { at, 88, 0, 0, 0, 0 };
+    e = inject_notified(tid, listener, b, b->rip, __NR_clone3, a, &res, born);
+    cmc_write_mem(tid, at, kept, sizeof kept);
+    if (e) return e;
+    if (res < 0 || !*born) return res < 0 ? (int)res : -ECHILD;
+    if ((e = wait_traced(*born, &st, 2000))) return e;
+    if (!WIFSTOPPED(st)) return -EPROTO;
+    if (cmc_write_mem(*born, at, kept, sizeof kept) != (int64_t)sizeof kept) return -EFAULT;
+    return 0;
+}
+
+/* Open path in stopped tracee tid (O_RDONLY | O_CLOEXEC): the descriptor in *fd. */
+static int open_in(int tid, int listener, const struct user_regs_struct *b, const char *path,
+                   long *fd)
+{
+    char buf[128];
+    size_t len = strlen(path) + 1;
+    if (len > sizeof buf) return -ENAMETOOLONG;
+    memcpy(buf, path, len);
+    uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, O_RDONLY | O_CLOEXEC, 0, 0, 0 };
+    int e = inject_with(tid, listener, b, b->rip, __NR_openat, a, 1, buf, len, fd);
+    if (e) return e;
+    return *fd < 0 ? (int)*fd : 0;
+}
+
+/* The copy of live child c (a stopped tracee, registers b) into the namespace whose
+ * first process is root2 (a host pid), with pid `pid` there: *born, stopped. c is
+ * left as it was: its namespace for children, its descriptors, its children. */
+static int copy_child(int c, int listener, const struct user_regs_struct *b, int root2, int pid,
+                      int *born)
+{
+    char path[64];
+    long nsfd = -1, own = -1, res, y = 0;
+    int e, st, helper = 0;
+    *born = 0;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", root2);
+    if ((e = open_in(c, listener, b, path, &nsfd))) goto out;
+    if ((e = open_in(c, listener, b, "/proc/self/ns/pid", &own))) goto out;
+    if ((e = inject_notified(c, listener, b, b->rip, __NR_setns,
+                             (uint64_t[6]){ (uint64_t)nsfd, CLONE_NEWPID, 0, 0, 0, 0 }, &res, NULL)))
+        goto out;
+    if (res) { e = (int)res; goto out; }
+    /* the helper: no exit signal, so that c's own waits never see it */
+    e = inject_notified(c, listener, b, b->rip, __NR_clone,
+                        (uint64_t[6]){ 0, 0, 0, 0, 0, 0 }, &y, &helper);
+    {
+        long back;
+        int e2 = inject_notified(c, listener, b, b->rip, __NR_setns,
+                                 (uint64_t[6]){ (uint64_t)own, CLONE_NEWPID, 0, 0, 0, 0 }, &back,
+                                 NULL);
+        if (!e && (e2 || back)) e = e2 ? e2 : (int)back;
+    }
+    if (e) goto out;
+    if (y <= 0 || !helper) { e = y < 0 ? (int)y : -ECHILD; goto out; }
+    if ((e = wait_traced(helper, &st, 2000))) goto out;
+    if (!WIFSTOPPED(st)) { e = -EPROTO; goto out; }
+    /* the helper stands where c made its clone, rax 0: its registers are c's */
+    e = clone_with_pid(helper, listener, b, pid, born);
+    if (!e) {                       /* the copy has the helper's descriptors: not these */
+        inject(*born, b, b->rip, __NR_close, (uint64_t)nsfd, 0, 0, &res);
+        inject(*born, b, b->rip, __NR_close, (uint64_t)own, 0, 0, &res);
+    }
+out:
+    if (helper) {                   /* killed, and reaped by c: c has no child more */
+        kill(helper, SIGKILL);
+        while (waitpid(helper, &st, __WALL) < 0 && errno == EINTR) {}
+        long reaped;
+        inject(c, b, b->rip, __NR_wait4, (uint64_t)y, 0, __WALL, &reaped);
+    }
+    if (nsfd >= 0) inject(c, b, b->rip, __NR_close, (uint64_t)nsfd, 0, 0, &res);
+    if (own >= 0) inject(c, b, b->rip, __NR_close, (uint64_t)own, 0, 0, &res);
+    return e;
+}
+
+/* A zombie made again: a child of root2 (stopped, registers b) with pid `pid` in its
+ * namespace, that ends with wait status `status` (an exit, or SIGKILL). */
+static int copy_zombie(int root2, int listener, const struct user_regs_struct *b, int pid,
+                       int status, int *born)
+{
+    int e, st, z;
+    if ((e = clone_with_pid(root2, listener, b, pid, &z))) return e;
+    *born = z;
+    if (WIFEXITED(status)) {
+        struct user_regs_struct r = *b;
+        r.rax = __NR_exit_group;
+        r.orig_rax = (uint64_t)-1;
+        r.rdi = (uint64_t)WEXITSTATUS(status);
+        if (ptrace(PTRACE_SETREGS, z, 0, &r)) return -errno;
+        if (ptrace(PTRACE_CONT, z, 0, 0)) return -errno;
+    } else if (kill(z, SIGKILL)) {
+        return -errno;
+    }
+    /* as its tracer: its end is reported here first, then to its parent */
+    for (;;) {
+        if ((e = wait_traced(z, &st, 2000))) return e;
+        if (WIFEXITED(st) || WIFSIGNALED(st)) break;
+        if (WIFSTOPPED(st) && ptrace(PTRACE_CONT, z, 0, 0)) return -errno;
+    }
+    return st == status ? 0 : -EPROTO;
+}
+
+/* The files of reopen[] that are process p's, opened again in its copy (registers b):
+ * each at its descriptor, with its flags, offset and close-on-exec. */
+static int reopen_files(int child, int listener, const struct user_regs_struct *b, int p,
+                        int nreopen, const struct cmc_reopen *reopen)
+{
+    for (int i = 0; i < nreopen; i++) {
+        const struct cmc_reopen *r = &reopen[i];
+        if (r->proc != p) continue;
+        char path[4096];
+        size_t len = strlen(r->path) + 1;
+        if (len > sizeof path) return -ENAMETOOLONG;
+        memcpy(path, r->path, len);
+        long fd, res;
+        int e;
+        uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, (uint64_t)(r->flags | O_CLOEXEC), 0, 0, 0 };
+        if ((e = inject_with(child, listener, b, b->rip, __NR_openat, a, 1, path, len, &fd)))
+            return e;
+        if (fd < 0) return (int)fd;
+        e = inject_notified(child, listener, b, b->rip, __NR_dup3,
+                            (uint64_t[6]){ (uint64_t)fd, (uint64_t)r->fd,
+                                           r->cloexec ? O_CLOEXEC : 0, 0, 0, 0 }, &res, NULL);
+        long closed;
+        inject(child, b, b->rip, __NR_close, (uint64_t)fd, 0, 0, &closed);
+        if (e) return e;
+        if (res != r->fd) return res < 0 ? (int)res : -EBADF;
+        if (r->pos) {
+            if ((e = inject_notified(child, listener, b, b->rip, __NR_lseek,
+                                     (uint64_t[6]){ (uint64_t)r->fd, (uint64_t)r->pos, SEEK_SET,
+                                                    0, 0, 0 }, &res, NULL)))
+                return e;
+            if (res != r->pos) return res < 0 ? (int)res : -ESPIPE;
+        }
+    }
+    return 0;
+}
+
+int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n,
+                  const int *tids, const uint64_t *held, const uint64_t *ctids,
+                  const char *cwd, int keep_sigchld, const struct cmc_remap *maps,
+                  int nreopen, const struct cmc_reopen *reopen, int *out)
+{
+    if (np < 1 || np > 256 || n < 1 || n > 4096 || procs[0].nthreads < 1) return -EINVAL;
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &chld, &old);
+    struct thread_state *ts = calloc((size_t)n, sizeof *ts);
+    int *made = calloc((size_t)n + (size_t)np, sizeof *made);
+    int seized = 0, stopped = 0, st, e = 0, root2 = 0, zombies = 0;
+    long res;
+    if (!ts || !made) { e = -ENOMEM; goto out; }
+    for (; seized < n; seized++)
+        if (ptrace(PTRACE_SEIZE, tids[seized], 0,
+                   PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)) {
+            e = -errno;
+            goto out_detach;
+        }
+    for (; stopped < n; stopped++) {
+        int first = 0;
+        for (int p = 0; p < np; p++)
+            if (procs[p].nthreads && procs[p].first == stopped) first = 1;
+        if ((e = stop_thread(tids[stopped], listener, held[stopped], &ts[stopped], first)))
+            goto out_restore;
+    }
+    /* the root's copy: the first process of a new PID namespace */
+    {
+        const struct cmc_tree_proc *r = &procs[0];
+        const struct user_regs_struct *b = &ts[r->first].again;
+        if ((e = inject_notified(tids[r->first], listener, b, b->rip, __NR_clone,
+                                 (uint64_t[6]){ CLONE_NEWPID, 0, 0, 0, 0, 0 }, &res, &root2)))
+            goto out_copies;
+        if (res < 0 || !root2) { e = res < 0 ? (int)res : -ECHILD; root2 = 0; goto out_copies; }
+        if ((e = wait_traced(root2, &st, 2000))) goto out_copies;
+        if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_copies; }
+        if ((e = settle_copy(root2, listener, b, cwd, r->nmaps, maps + r->map_first, 0)))
+            goto out_copies;
+        if ((e = reopen_files(root2, listener, b, 0, nreopen, reopen))) goto out_copies;
+    }
+    for (int p = 1; p < np; p++) {
+        const struct cmc_tree_proc *c = &procs[p];
+        if (!c->nthreads) continue;
+        const struct user_regs_struct *b = &ts[c->first].again;
+        int x = 0;
+        e = copy_child(tids[c->first], listener, b, root2, c->pid, &x);
+        made[c->first] = x;
+        if (e) goto out_copies;
+        /* in the root's group: process 1 of the namespace leads it */
+        if ((e = settle_copy(x, listener, b, cwd, c->nmaps, maps + c->map_first, 1)))
+            goto out_copies;
+        if ((e = reopen_files(x, listener, b, p, nreopen, reopen))) goto out_copies;
+        if ((e = make_threads(x, listener, &ts[c->first], ctids + c->first, c->nthreads,
+                              made + c->first)))
+            goto out_copies;
+    }
+    {
+        const struct cmc_tree_proc *r = &procs[0];
+        for (int p = 1; p < np; p++) {
+            if (procs[p].nthreads) continue;
+            if ((e = copy_zombie(root2, listener, &ts[r->first].again, procs[p].pid,
+                                 procs[p].status, &made[n + p])))
+                goto out_copies;
+            zombies++;
+        }
+        if (zombies && !keep_sigchld) {  /* the root saw its children end already */
+            struct { uint64_t set; int64_t tv[2]; } w = { 1ULL << (SIGCHLD - 1), { 0, 0 } };
+            const struct user_regs_struct *b = &ts[r->first].again;
+            uint64_t at = b->rsp & ~(uint64_t)15;
+            unsigned char kept[sizeof w];
+            if (cmc_read_mem(root2, at, kept, sizeof kept) != (int64_t)sizeof kept
+                || cmc_write_mem(root2, at, &w, sizeof w) != (int64_t)sizeof w) {
+                e = -EFAULT;
+                goto out_copies;
+            }
+            e = inject6(root2, b, b->rip, __NR_rt_sigtimedwait,
+                        (uint64_t[6]){ at, 0, at + 8, 8, 0, 0 }, &res);
+            cmc_write_mem(root2, at, kept, sizeof kept);
+            if (e) goto out_copies;
+            if (res != SIGCHLD) { e = -EPROTO; goto out_copies; }
+        }
+        if ((e = make_threads(root2, listener, &ts[r->first], ctids + r->first, r->nthreads,
+                              made + r->first)))
+            goto out_copies;
+    }
+    for (int i = 0; i < n; i++)
+        ptrace(PTRACE_DETACH, made[i], 0, 0);
+    memcpy(out, made, ((size_t)n + (size_t)np) * sizeof *out);
+    e = 0;
+    goto out_restore;
+out_copies:
+    /* the root's copy ends its namespace, and every copy in it, with it */
+    if (root2) {
+        kill(root2, SIGKILL);
+        for (int i = 0; i < n; i++)
+            if (made[i]) ptrace(PTRACE_DETACH, made[i], 0, 0);
+        while (waitpid(root2, &st, __WALL) < 0 && errno == EINTR) {}
+    }
+out_restore:
     for (int i = 0; i < stopped; i++)
         ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
 out_detach:

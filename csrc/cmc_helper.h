@@ -119,6 +119,37 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
                      const struct cmc_remap *maps, int *out);
 
+/* Copy a node that is a process tree of depth one: a root and its children (docs/
+ * design.md, "Copies of process trees"). The root's copy is made by clone(CLONE_NEWPID)
+ * with no exit signal: it is the root's child, invisible to the root's wait(-1), and
+ * process 1 of a new PID namespace. Each live child joins that namespace for its
+ * children, forks a helper into it, and the helper makes the child's copy with clone3
+ * `set_tid` = the child's own pid as the namespace sees it; the helper is killed and
+ * reaped by the child, so the copy, an orphan, goes to the namespace's first process,
+ * the root's copy. An ended child not reaped yet (a zombie) is made again as a child
+ * of the root's copy with its pid that exits with its status; unless keep_sigchld,
+ * the SIGCHLD that sends is taken back. Every thread is copied as by cmc_fork_threads
+ * (held[i] 0: thread i sleeps natively in a call the kernel restarts); each copy works
+ * in cwd, the root's in a process group of its own, every child's in that group.
+ * reopen[]: files each copy opens again before it runs (a process asleep natively has no
+ * held call through which cmc could give it a descriptor). procs[0] is the root. out[] gets the copies' thread ids in the order of tids[], then
+ * the zombies' copies' pids (one per proc, 0 for a live one). 0 or -errno. */
+struct cmc_tree_proc {
+    int32_t first, nthreads;  /* its threads in tids[]; 0 threads: a zombie */
+    int32_t pid;              /* its pid as its parent knows it (its namespace's) */
+    int32_t status;           /* a zombie's wait status */
+    int32_t map_first, nmaps; /* its mappings in maps[] */
+};
+struct cmc_reopen {         /* a file opened again in a copy, at descriptor fd */
+    int32_t proc, fd, flags, cloexec;
+    int64_t pos;
+    const char *path;
+};
+int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n,
+                  const int *tids, const uint64_t *held, const uint64_t *ctids,
+                  const char *cwd, int keep_sigchld, const struct cmc_remap *maps,
+                  int nreopen, const struct cmc_reopen *reopen, int *out);
+
 /* Copy the len bytes buffered in pipe `in` into pipe `out` without taking them
  * (tee(2)): 0 or -errno. */
 int cmc_tee(int in, int out, int64_t len);

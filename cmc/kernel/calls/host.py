@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ..linux import _native
+from ..linux import _native, procfs
 from ..linux.syscalls_x86_64 import NAME, NR
 from .answer import CONTINUE, Err, Ret
 from .handler import handles, signed, unsupported
@@ -85,9 +85,58 @@ def sys_host(call):
 
 
 def _alone(call) -> bool:
-    """`machine pids private`: every process or group the node can name is its own (its
-    PID namespace holds its processes only), so no id needs checking."""
-    return call.node.cluster.spec.private_pids
+    """`machine pids private`, or a copy of a process tree: every process or group the
+    node can name is its own (its PID namespace holds its processes only), so no id
+    needs checking."""
+    return call.node.cluster.spec.private_pids or call.node.tasks.ns_root
+
+
+# -- a copy of a process tree (proc/fork.py): its first process is process 1 of a PID
+# namespace; the program knows it by the original's pid, and it is an init, which the
+# kernel lets no signal without a handler reach (docs/design.md, "Copies of process
+# trees")
+@handles("getpid", "getppid")
+def sys_getpid(call):
+    """The first process of a copied tree asks its pid (1 in its namespace) or its
+    parent's (outside it: 0), its children their parent's (1): the original's."""
+    tasks = call.node.tasks
+    if not tasks.root_known:
+        return CONTINUE
+    root = call.proc.pid == tasks.pid
+    if call.nr == NR["getpid"]:
+        return Ret(tasks.root_known) if root else CONTINUE
+    if root:
+        return Ret(tasks.parent_known)
+    main = tasks.procs.get(tasks.pid)
+    if main is not None and call.proc.parent == main.number:
+        return Ret(tasks.root_known)
+    return CONTINUE
+
+
+# what a signal does that no handler catches, where it is not "ignore"
+_DEFAULT_IGNORED = frozenset((17, 23, 28, 18))     # SIGCHLD, SIGURG, SIGWINCH, SIGCONT
+
+
+def _to_copied_root(call, pid: int, sig: int):
+    """kill() of the first process of a copied tree by its original's pid (or its
+    group's): sent by cmc to the copy. A signal it neither catches nor ignores would
+    end the original but not an init: that world is replayed instead."""
+    tasks = call.node.tasks
+    root = tasks.pid
+    if sig and sig not in _DEFAULT_IGNORED and sig != 9:
+        caught = procfs.signal_mask(root, "SigCgt") | procfs.signal_mask(root, "SigIgn")
+        if not caught & (1 << (sig - 1)):
+            from ..proc.copyplan import NotForkable
+            raise NotForkable(f"node {call.node.name}: signal {sig} to the first process "
+                              "of a copied process tree, which would end the original")
+    try:
+        if pid <= 0:
+            os.killpg(tasks.pgid, sig)
+        else:
+            os.kill(root, sig)
+    except OSError as e:
+        return Err(e.errno)
+    return Ret(0)
 
 
 def _check_pid(call, pid: int, what: str):
@@ -111,6 +160,11 @@ def sys_kill(call):
     """kill(pid, sig): a process of the node, its own group (0), or a group of the
     node's (-pgid); never every process the caller may signal (-1) or one outside."""
     pid = signed(call.args[0])
+    known = call.node.tasks.root_known
+    if known and pid in (known, -known, 0):
+        return _to_copied_root(call, pid, call.args[1] & 0xFFFFFFFF)
+    if known and pid == -1:
+        return _refuse(call, "signals every process it may (pid -1)")
     if _alone(call):
         return CONTINUE          # -1 too: every process of its namespace, the node's
     if pid == -1:

@@ -183,6 +183,64 @@ def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
     return list(out)
 
 
+def fork_tree(listener: int, procs: list[tuple[int, int, list[tuple[int, int, int]]]],
+              cwd: str, maps: list[list[tuple[int, int, int, int, int, str]]],
+              keep_sigchld: bool, reopen: list[tuple[int, int, str, int, int, bool]] = ()
+              ) -> tuple[list[list[int]], list[int]]:
+    """Copy a node that is a root and its children (see cmc_fork_tree): `procs`, the
+    root first, each (pid as its parent knows it, zombie wait status or -1, threads:
+    [(tid, held notification id or 0 for a native sleeper, clear_child_tid)]), a
+    zombie with no threads; `maps`, each process's mappings as fork_node's; `reopen`,
+    files each copy opens again itself (process index, fd, path, flags, offset,
+    close-on-exec). Returns
+    each process's copied thread ids (a zombie's: [its copy's pid]) and, in the same
+    order, the copies' pids."""
+    n = sum(len(threads) for _, _, threads in procs)
+    flat = [t for _, _, threads in procs for t in threads]
+    tids = ffi.new("int[]", [t for t, _, _ in flat] or [0])
+    held = ffi.new("uint64_t[]", [h for _, h, _ in flat] or [0])
+    ctids = ffi.new("uint64_t[]", [c for _, _, c in flat] or [0])
+    cprocs = ffi.new("struct cmc_tree_proc[]", len(procs))
+    allmaps = [m for ms in maps for m in ms]
+    remaps = ffi.new("struct cmc_remap[]", max(len(allmaps), 1))
+    paths = [ffi.new("char[]", os.fsencode(m[5])) for m in allmaps]   # alive through the call
+    for r, m, path in zip(remaps, allmaps, paths):
+        r.start, r.len, r.offset, r.prot, r.flags = m[:5]
+        r.path = path
+    first = map_first = 0
+    for c, (pid, status, threads), ms in zip(cprocs, procs, maps):
+        c.first, c.nthreads, c.pid, c.status = first, len(threads), pid, max(status, 0)
+        c.map_first, c.nmaps = map_first, len(ms)
+        first += len(threads)
+        map_first += len(ms)
+    out = ffi.new("int[]", n + len(procs))
+    creopen = ffi.new("struct cmc_reopen[]", max(len(reopen), 1))
+    rpaths = [ffi.new("char[]", os.fsencode(r[2])) for r in reopen]
+    for c, r, path in zip(creopen, reopen, rpaths):
+        c.proc, c.fd, c.flags, c.pos, c.cloexec = r[0], r[1], r[3], r[4], int(r[5])
+        c.path = path
+    _check(lib.cmc_fork_tree(listener, len(procs), cprocs, n, tids, held, ctids,
+                             os.fsencode(cwd), int(keep_sigchld), remaps, len(reopen),
+                             creopen, out))
+    copies, pids, at = [], [], 0
+    for i, (_, _, threads) in enumerate(procs):
+        if threads:
+            copies.append(list(out[at:at + len(threads)]))
+            at += len(threads)
+        else:
+            copies.append([out[n + i]])
+        pids.append(copies[-1][0])
+    return copies, pids
+
+
+def kcmp(pid1: int, pid2: int, kind: int, idx1: int, idx2: int) -> int:
+    """kcmp(2): 0 when the two are one kernel object, else 1, 2 or 3; -1 when it
+    cannot tell (a process gone)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(312, pid1, pid2, kind, ctypes.c_ulong(idx1), ctypes.c_ulong(idx2))
+
+
 def tee(src: int, dst: int, length: int) -> None:
     """Copy the `length` bytes buffered in pipe src into pipe dst, leaving src's."""
     _check(lib.cmc_tee(src, dst, length))

@@ -88,6 +88,8 @@ ALWAYS = (
     "shmget", "semget", "msgget", "bind",
     # the machine a node sees is the model's (calls/machine.py)
     "sched_getaffinity", "sched_setaffinity", "getcpu", "sysinfo", "uname",
+    # a copy of a process tree: its first process knows itself by the original's pid
+    "getpid", "getppid",
 ) + HOST_CALLS
 # open calls answered in C unless their flags (the second number: an argument, or
 # -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a

@@ -184,6 +184,23 @@ def ns_pid(pid: int) -> int:
         return 0
 
 
+def ns_depth(pid: int) -> int:
+    """How many PID namespaces process pid lies under the machine's (NSpid has one
+    number per level), or 0 when it is gone."""
+    return max(len(status(pid).get("NSpid", "").split()) - 1, 0)
+
+
+def exit_code(pid: int) -> int | None:
+    """The wait status of process pid, ended and not reaped yet (a zombie: field 52 of
+    its stat), or None when it is not one."""
+    try:
+        with open(_path(pid, "stat")) as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return int(rest[49]) if rest[0] in ("Z", "X") else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def unix_socket(inode: int) -> tuple[int, int, str] | None:
     """(type, state, name: "" when unnamed, "@..." when abstract) of the AF_UNIX socket
     with this inode, from /proc/net/unix; None when it is not one."""

@@ -33,7 +33,72 @@ def fd_plan(node) -> list[tuple]:
     both of whose ends are the process's, ("eventfd", fd, semaphore?, flags,
     cloexec), ("epoll", fd, cloexec, [(target fd, events, data), ...]), for a node
     `forkable` let be lent. Raises NotForkable."""
-    pid, cwd = node.tasks.pid, node.cwd
+    plan, pipes = _process_plan(node, node.tasks.pid)
+    for ends in pipes.values():
+        if not any(read for _, read, _, _ in ends) or all(read for _, read, _, _ in ends):
+            raise NotForkable(f"node {node.name} has a pipe whose other end is not its own")
+        plan.insert(_before_epolls(plan), ("pipe", ends))
+    return plan
+
+
+def _before_epolls(plan: list[tuple]) -> int:
+    return next((i for i, item in enumerate(plan) if item[0] == "epoll"), len(plan))
+
+
+def tree_plan(node, pids: list[int]) -> list[list[tuple]]:
+    """fd_plan for each live process of a node that is a process tree (`pids`, in
+    the order given): a pipe may have its ends in several of them, ("pipe", ends,
+    its name, (pid, fd) of a read end), made once for all; a file of the node's
+    directory open in several through one open file description (a descriptor the
+    child inherited), ("file", ..., key) with the same key in each, opened once for
+    all. Any other kernel object shared by two of them: NotForkable."""
+    plans, pipes, owners = [], {}, {}
+    for pid in pids:
+        plan, mine = _process_plan(node, pid)
+        plans.append(plan)
+        for target, ends in mine.items():
+            pipes.setdefault(target, []).append((pid, ends))
+    for target, where in pipes.items():
+        ends = [e for _, its in where for e in its]
+        if not any(read for _, read, _, _ in ends) or all(read for _, read, _, _ in ends):
+            raise NotForkable(f"node {node.name} has a pipe whose other end is not its own")
+        source = next((pid, fd) for pid, its in where for fd, read, _, _ in its if read)
+        for pid, its in where:
+            plan = plans[pids.index(pid)]
+            plan.insert(_before_epolls(plan), ("pipe", its, target, source))
+    # one open file description reached from two processes (kcmp): one key
+    seen: list[tuple[int, int, tuple]] = []
+    keys: dict[tuple[int, int], tuple] = {}     # (plan, item) -> key
+    for n, (pid, plan) in enumerate(zip(pids, plans)):
+        for i, item in enumerate(plan):
+            if item[0] not in ("file", "eventfd", "unixdgram", "epoll"):
+                continue
+            fd = item[1]
+            twin = next((k for p, f, k in seen if p != pid and _same_file(p, f, pid, fd)), None)
+            if twin is not None and item[0] != "file":
+                raise NotForkable(f"node {node.name} has {item[0]} shared by two of its "
+                                  "processes")
+            key = twin if twin is not None else (pid, fd)
+            seen.append((pid, fd, key))
+            keys[n, i] = key
+    shared = [k for k in keys.values()]
+    for (n, i), key in keys.items():
+        if shared.count(key) > 1:
+            plans[n][i] = plans[n][i] + (key,)
+    return plans
+
+
+_KCMP_FILE = 0
+
+
+def _same_file(pid1: int, fd1: int, pid2: int, fd2: int) -> bool:
+    """Whether fd1 of pid1 and fd2 of pid2 are one open file description (kcmp)."""
+    return _native.kcmp(pid1, pid2, _KCMP_FILE, fd1, fd2) == 0
+
+
+def _process_plan(node, pid: int) -> tuple[list[tuple], dict[str, list]]:
+    """fd_plan of process pid, but its pipes apart (name -> its ends)."""
+    cwd = node.cwd
     try:
         plan, pipes, epolls = [], {}, []
         for start, end, perms, offset, path, copied in procfs.file_mappings(pid):
@@ -87,11 +152,7 @@ def fd_plan(node) -> list[tuple]:
                              bool(flags & os.O_CLOEXEC)))
             else:
                 raise NotForkable(f"node {node.name} has {_kind(target)} open")
-        for ends in pipes.values():
-            if not any(read for _, read, _, _ in ends) or all(read for _, read, _, _ in ends):
-                raise NotForkable(f"node {node.name} has a pipe whose other end is not its own")
-            plan.append(("pipe", ends))
-        movable = {fd for _, ends in (p for p in plan if p[0] == "pipe") for fd, *_ in ends} \
+        movable = {fd for ends in pipes.values() for fd, *_ in ends} \
             | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram")}
         for item in epolls:
             for tfd, _, _ in item[3]:
@@ -103,7 +164,7 @@ def fd_plan(node) -> list[tuple]:
     except (OSError, KeyError, ValueError, IndexError) as e:
         raise NotForkable(f"cannot read the descriptors of node {node.name}: "
                           f"{e.__class__.__name__}") from None
-    return plan
+    return plan, pipes
 
 
 def _kind(target: str) -> str:
@@ -142,10 +203,11 @@ def _readable(fd: int) -> bool:
     return bool(p.poll(0))
 
 
-def home_address(node) -> int | None:
-    """Where, in node's memory, the value of HOME=<its directory> lies (the
-    environment block the kernel set up at exec), or None."""
-    env = procfs.environment(node.tasks.pid)
+def home_address(node, pid: int = 0) -> int | None:
+    """Where, in the memory of node's process (pid; default: its first), the value of
+    HOME=<its directory> lies (the environment block the kernel set up at exec), or
+    None."""
+    env = procfs.environment(pid or node.tasks.pid)
     if env is None:
         return None
     env_start, block = env
@@ -156,18 +218,23 @@ def home_address(node) -> int | None:
     return None if at < 0 else env_start + at + 1 + 5
 
 
-def move_home(node, address: int | None) -> None:
+def move_home(node, address: int | None, proc=None) -> None:
     """HOME is the node's directory (node.py): point the copy's at its own (as long
-    as the original's: fork_world checks)."""
+    as the original's: fork_world checks); in proc (default: its first process)."""
     if address is not None:
-        node.tasks.main.write(address, os.fsencode(node.cwd))
+        (proc or node.tasks.main).write(address, os.fsencode(node.cwd))
 
 
-def replace_fds(node, plan, old_cwd: str, original: int) -> None:
+def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
+                shared: dict | None = None) -> None:
     """Give the copy its own open file descriptions, held call pending: files opened
     again, pipes and eventfds made anew with what they hold (read from the original,
-    process `original`), epoll instances made anew watching those."""
-    nid = next(iter(node.tasks.threads.values())).notif.id   # any thread's: one fd table
+    process `original`), epoll instances made anew watching those. In a copy of a
+    process tree: `proc`, the copied process (else the node's one), and `shared`, what
+    its processes share (tree_plan's keys -> cmc's descriptor), kept by the caller,
+    who closes them."""
+    nid = next(t for t in node.tasks.threads.values()
+               if proc is None or t.proc is proc).notif.id   # any thread's: one fd table
     listener = node.tasks.listener
     made: dict[int, int] = {}        # the copy's fd -> cmc's descriptor of its new file
     own: list[int] = []              # cmc's other descriptors of them
@@ -175,21 +242,35 @@ def replace_fds(node, plan, old_cwd: str, original: int) -> None:
         for item in plan:
             kind = item[0]
             if kind == "file":
-                _, fd, path, flags, pos, cloexec = item
+                _, fd, path, flags, pos, cloexec = item[:6]
+                key = item[6] if len(item) > 6 else None
                 if path == old_cwd or path.startswith(old_cwd + "/"):
                     path = node.cwd + path[len(old_cwd):]
+                if key is not None and key in shared:
+                    _native.place_fd(listener, nid, shared[key], fd, cloexec)
+                    continue
                 src = os.open(path, flags | os.O_CLOEXEC)
                 try:
                     if pos and not flags & os.O_PATH:
                         os.lseek(src, pos, os.SEEK_SET)
                     _native.place_fd(listener, nid, src, fd, cloexec)
                 finally:
-                    os.close(src)
+                    if key is not None:
+                        shared[key] = src
+                    else:
+                        os.close(src)
             elif kind == "pipe":
-                _, ends = item
-                r, w = os.pipe2(os.O_CLOEXEC)
-                own += (r, w)
-                _fill_pipe(original, ends, r, w)
+                ends = item[1]
+                if len(item) > 2:            # a tree's: made once for all its processes
+                    target, (spid, sfd) = item[2], item[3]
+                    if target not in shared:
+                        shared[target] = os.pipe2(os.O_CLOEXEC)
+                        _fill_pipe(spid, [(sfd, True)], *shared[target])
+                    r, w = shared[target]
+                else:
+                    r, w = os.pipe2(os.O_CLOEXEC)
+                    own += (r, w)
+                    _fill_pipe(original, ends, r, w)
                 for fd, read, nonblock, cloexec in ends:
                     end = os.open(f"/proc/self/fd/{r if read else w}",
                                   (os.O_RDONLY if read else os.O_WRONLY) | nonblock
@@ -245,7 +326,7 @@ def replace_fds(node, plan, old_cwd: str, original: int) -> None:
 def _fill_pipe(original: int, ends, r: int, w: int) -> None:
     """The new pipe (r, w) holds what the original's holds, as large a buffer."""
     fd = next(fd for fd, read, *_ in ends if read)
-    src = _native.getfd(original, fd)
+    src = _native.getfd(original, fd)   # a read end, of `original`
     try:
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, fcntl.fcntl(src, fcntl.F_GETPIPE_SZ))
         queued = struct.unpack("i", fcntl.ioctl(src, termios.FIONREAD, b"\0" * 4))[0]

@@ -36,17 +36,18 @@ import io
 import os
 import pickle
 import shutil
+import signal
 import types
 
 from ...errors import EngineError
 from ...interrupts import interrupts_held
-from ..linux import _native
-from ..linux.syscalls_x86_64 import NAME
+from ..linux import _native, procfs
+from ..linux.syscalls_x86_64 import NAME, NR
 from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
-from .copyplan import NotForkable, fd_plan, home_address, move_home, replace_fds
-from .tasks import Tap
+from .copyplan import NotForkable, fd_plan, home_address, move_home, replace_fds, tree_plan
+from .tasks import STRAYS, Tap, end_status, reap_strays
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).
@@ -206,6 +207,19 @@ class Lease:
         self.plan = None                # (fd plan, HOME address), or NotForkable
         self.stamp = stamp(node.cwd)
         self.spoilt: str | None = None  # a fork from it failed part way
+        # Copied as a process tree (`is_tree`): each copy's first process is process 1
+        # of a PID namespace inside this one's. When this one's first process is
+        # process 1 of a namespace itself (a copy, or machine pids private), its end
+        # would end every copy made from it: such a lease is a *template*, never run
+        # again once lent; it lives while a copy made from it does (`dependents`), and
+        # ends when nobody uses it and no copy is left (`retire`).
+        tasks = node.tasks
+        self.is_tree = tasks.alive and is_tree(node)
+        self.template = tasks.alive and (tasks.ns_root or node.cluster.spec.private_pids)
+        self.origin = tasks.origin      # the template this one was copied from
+        self.dependents = 0
+        self.pids = list(tasks.procs) if tasks.alive else []
+        self.zombies = list(tasks.reapable) if self.is_tree else []
 
     def check(self) -> None:
         if stamp(self.cwd) != self.stamp:
@@ -219,7 +233,7 @@ class Lease:
         if self.spoilt:
             raise ForkFailed(self.spoilt)
         self.check()
-        if self.users == 1:
+        if self.users == 1 and not self.template:
             self.users = 0
             node.lease = None
             node.root = self.root
@@ -232,7 +246,15 @@ class Lease:
         if fork:
             if self.plan is None:
                 try:
-                    self.plan = (fd_plan(node), home_address(node))
+                    if self.is_tree:
+                        live = [p for p in self.pids if p != node.tasks.pid]
+                        order = [node.tasks.pid] + live
+                        plans = tree_plan(node, order)
+                        for pid, plan in zip(order, plans):
+                            _tree_fds_placeable(node, pid, plan)
+                        self.plan = (plans, [home_address(node, pid) for pid in order])
+                    else:
+                        self.plan = (fd_plan(node), home_address(node))
                 except NotForkable as e:
                     self.plan = e
             if isinstance(self.plan, NotForkable):
@@ -251,6 +273,10 @@ class Lease:
         hold_root(world)
         if not fork:
             node.let_go()
+            self.retire()
+            return
+        if self.is_tree:
+            self._fork_tree(node, cwd)
             return
         held = self.held
         threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
@@ -277,16 +303,116 @@ class Lease:
         replace_fds(node, plan, self.cwd, self.pid)
         move_home(node, home)
 
+    def _fork_tree(self, node, cwd: str) -> None:
+        """Lease.take for a process tree: every process copied (cmc_fork_tree), the
+        copy's processes each given their own descriptors."""
+        tasks = node.tasks
+        held = self.held
+        root = tasks.pid
+        order = [root] + [p for p in self.pids if p != root]
+        procs, maps, reopen = [], [], []
+        plans, homes = self.plan
+        plans = list(plans)
+        for pid, plan in zip(order, plans):
+            proc = tasks.procs[pid]
+            threads = sorted((t for t in tasks.threads.values() if t.proc is proc),
+                             key=lambda t: t.tid != pid)
+            procs.append((procfs.ns_pid(pid), -1,
+                          [(t.tid, held[t.tid].id if held.get(t.tid) else 0, t.ctid)
+                           for t in threads]))
+            maps.append([(*m[1:6], os.path.join(cwd, m[6])) for m in plan if m[0] == "map"])
+            if not any(held.get(t.tid) for t in threads):     # asleep natively
+                for item in plan:
+                    if item[0] == "file":
+                        _, fd, path, flags, pos, cloexec = item[:6]
+                        if path == self.cwd or path.startswith(self.cwd + "/"):
+                            path = cwd + path[len(self.cwd):]
+                        reopen.append((len(procs) - 1, fd, path, flags, pos, cloexec))
+                plans[len(procs) - 1] = [m for m in plan if m[0] == "map"]
+        for z in self.zombies:
+            procs.append((procfs.ns_pid(z), procfs.exit_code(z) or 0, []))
+            maps.append([])
+        pending = procfs.signal_mask(root, "ShdPnd") | procfs.signal_mask(root, "SigPnd")
+        with interrupts_held():               # no process started and not recorded
+            try:
+                copies, pids = _native.fork_tree(self.tap.fd, procs, cwd, maps,
+                                                 bool(pending & (1 << 16)), reopen)
+            except OSError as e:
+                self.spoilt = (f"fork of node {node.name} (pid {self.pid}, a tree of "
+                               f"{len(self.pids)} processes) failed: {e.strerror}")
+                node.let_go()
+                raise ForkFailed(self.spoilt) from None
+            tid_map = {}
+            for (_, _, threads), made in zip(procs, copies):
+                tid_map.update((t[0], c) for t, c in zip(threads, made))
+            n_live = len(order)
+            tasks.attach_tree(self.tap, dict(zip(order, pids[:n_live])), tid_map,
+                              pids[n_live:], os.getpid())
+        if self.template:
+            self.dependents += 1
+            tasks.origin = self
+        try:
+            for tid, notif in held.items():                       # the original's
+                if notif is not None:
+                    held[tid] = _again(self.tap, tid, notif, node.name)
+            tasks.rebind({tid_map[tid]: _again(self.tap, tid_map[tid], notif, node.name)
+                          for tid, notif in held.items() if notif is not None})
+        except ForkFailed as e:
+            self.spoilt = str(e)
+            raise
+        shared: dict = {}
+        try:
+            for old, plan in zip(order, plans):
+                if any(item[0] != "map" for item in plan):
+                    replace_fds(node, plan, self.cwd, old, tasks.procs[tid_map[old]], shared)
+        finally:
+            for fd in shared.values():
+                for one in (fd if isinstance(fd, tuple) else (fd,)):
+                    os.close(one)
+        for old, home in zip(order, homes):
+            move_home(node, home, tasks.procs[tid_map[old]])
+        if self.users == 0:
+            self.retire()
+
     def give_back(self, node) -> bool:
         """node's record is done with the lease (its world is closed). True when it was
         the last user: the processes and the directory are then the record's, to end."""
         node.lease = None
         self.users -= 1
-        if self.users == 0:
+        if self.users == 0 and not self.template:
             node.root = self.root
             return True
         node.let_go()
+        if self.users == 0:
+            node.root = self.root        # the directory goes with the record's world
+            self.retire()
         return False
+
+    def dependent_gone(self) -> None:
+        """A copy made from this template has ended."""
+        self.dependents -= 1
+        self.retire()
+
+    def retire(self) -> None:
+        """A template nobody uses, of which no copy is left, ends: its first process,
+        with it its PID namespace (the kernel ends the others in it)."""
+        if not self.template or self.users > 0 or self.dependents > 0 or not self.pids:
+            return
+        pids, self.pids = self.pids, []
+        root = pids[0]
+        with interrupts_held():
+            try:
+                os.kill(root, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            end_status(root, wait=True)
+            for pid in pids:
+                if self.tap is not None:
+                    self.tap.release(pid)
+            _native.guard_forget(root)
+        origin, self.origin = self.origin, None
+        if origin is not None:
+            origin.dependent_gone()
 
 
 def lend(node) -> Lease:
@@ -299,22 +425,93 @@ def lend(node) -> Lease:
     return node.lease
 
 
+# Native calls a thread of a copied process tree may sleep in: the kernel restarts
+# them when the copy is made (a parent waiting for its children)
+TREE_NATIVE = frozenset((NR["wait4"], NR["waitid"]))
+# Copies of copies nest one PID namespace deeper each; Linux allows 32 levels
+MAX_NS_DEPTH = 30
+
+
+def is_tree(node) -> bool:
+    """Whether node is copied as a process tree (cmc_fork_tree): more than one
+    process, an ended child not reaped, or a first process that is process 1 of a PID
+    namespace (a copy of a tree, or machine pids private)."""
+    tasks = node.tasks
+    return (len(tasks.procs) > 1 or bool(tasks.reapable) or tasks.ns_root
+            or node.cluster.spec.private_pids)
+
+
+def _tree_forkable(node) -> None:
+    """forkable() for a process tree (docs/design.md, "Copies of process trees")."""
+    tasks = node.tasks
+    name = node.name
+    root = tasks.procs.get(tasks.pid)
+    if root is None:
+        raise NotForkable(f"node {name}: the process cmc launched has ended, others run")
+    if os.geteuid() != 0:
+        raise NotForkable(f"node {name} has more than one process (a copy of a process "
+                          "tree needs root, for its PID namespace)")
+    if procfs.ns_depth(tasks.pid) >= MAX_NS_DEPTH:
+        raise NotForkable(f"node {name}: copies of copies nested {MAX_NS_DEPTH} deep")
+    for proc in tasks.procs.values():
+        if proc is not root and proc.parent != root.number:
+            raise NotForkable(f"node {name} has a process whose parent is not its first "
+                              "(a grandchild)")
+    for pid in tasks.reapable:
+        status = procfs.exit_code(pid)
+        try:
+            ppid = int(procfs.status(pid).get("PPid", "0"))
+        except ValueError:
+            ppid = 0
+        if status is None or ppid != tasks.pid:
+            raise NotForkable(f"node {name} has an ended process that is not its first's "
+                              "child")
+        if not (os.WIFEXITED(status) or os.WTERMSIG(status) == signal.SIGKILL):
+            raise NotForkable(f"node {name} has a child that died of signal "
+                              f"{os.WTERMSIG(status)}, not reaped yet")
+    for t in tasks.threads.values():
+        if (t.notif is None or t.block is None) and t.native not in TREE_NATIVE:
+            why = (f"sleeps natively in {NAME.get(t.native, t.native)}" if t.native is not None
+                   else "is not held in a blocked call")
+            raise NotForkable(f"node {name}: thread {t.index} of process {t.proc.number} {why}")
+        pending = procfs.signal_mask(t.tid, "SigPnd") | procfs.signal_mask(t.tid, "ShdPnd")
+        if t.proc is root:
+            pending &= ~(1 << (signal.SIGCHLD - 1))   # made again with its zombies
+        if pending:
+            raise NotForkable(f"node {name}: process {t.proc.number} has a signal pending")
+    for proc in tasks.procs.values():
+        if not any(t.tid == proc.pid for t in tasks.threads.values() if t.proc is proc):
+            raise NotForkable(f"node {name}: process {proc.number} has lost its first thread")
+
+
+def _tree_fds_placeable(node, pid: int, plan: list) -> list:
+    """A process of a tree whose threads all sleep natively has no held call through
+    which cmc could give the copy its descriptors: the copy opens its files again
+    itself (cmc_fork_tree) and the plan keeps the rest, which must then be nothing but
+    mappings. Returns the plan left."""
+    tasks = node.tasks
+    if any(t.notif is not None for t in tasks.threads.values() if t.proc.pid == pid):
+        return plan
+    if any(item[0] not in ("map", "file") or len(item) > 6 for item in plan):
+        raise NotForkable(f"node {node.name}: a process that sleeps natively shares "
+                          "descriptors a copy would need of its own")
+    return plan
+
+
 def forkable(node) -> None:
     """What can be seen from cmc's record alone: a node that may be forked later.
     Raises NotForkable."""
     if not node.tasks.alive:
         return
     tasks = node.tasks
-    if node.cluster.spec.private_pids:
-        # a fork of a namespace's first process is refused (CLONE_PARENT), and a copy
-        # would not get its original's process ids
-        raise NotForkable(f"node {node.name} has process ids of its own (machine pids private)")
-    if len(tasks.procs) > 1 or tasks.reaped_since():
-        raise NotForkable(f"node {node.name} has more than one process")
+    tasks.reaped_since()
     if tasks.groups:
         raise NotForkable(f"node {node.name} has a process group of its own making")
     if tasks.clones or tasks.forking is not None:
         raise NotForkable(f"node {node.name} has a thread or process not seen yet")
+    if is_tree(node):
+        _tree_forkable(node)
+        return
     for t in tasks.threads.values():
         if t.notif is None or t.block is None:
             why = (f"sleeps natively in {NAME.get(t.native, t.native)}" if t.native is not None

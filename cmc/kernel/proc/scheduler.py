@@ -47,7 +47,8 @@ from ..calls.handler import fd_arg
 from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
-from .tasks import Tasks, _past_fork
+from .copyplan import NotForkable
+from .tasks import Tasks, _past_fork, end_status
 from .tasks import NATIVE_WAITS, Process, Thread
 
 # What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
@@ -348,7 +349,14 @@ class Scheduler(Tasks):
         if orphan is not None:
             self.tap.pids.add(orphan)
         if proc.pid == self.pid:
-            _, status = os.waitpid(self.pid, 0)
+            if self.root_known and len(self.procs) > 1:
+                # the root of a copied tree is process 1 of its PID namespace: the
+                # kernel ended the others with it, where the original's go on
+                raise NotForkable(f"node {self.node.name}: the first process of a copied "
+                                  "process tree ended before the others")
+            status = end_status(self.pid, wait=True)
+            if status is None:
+                status = signal.SIGKILL
             self.pid = 0
             self.forget(proc)
             self.node.cluster.process_exited(proc)

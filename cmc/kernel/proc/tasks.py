@@ -281,6 +281,14 @@ class Tasks:
         # (`pausing`); the thread stopped there (`paused`)
         self.pausing = False
         self.paused: Thread | None = None
+        # a copy of a process tree (fork.py): its first process is process 1 of a PID
+        # namespace of its own (`ns_root`), the program knows it by `root_known` (the
+        # original's pid) and its parent by `parent_known`; `origin`, the lease it was
+        # copied from when that one must outlive it (fork.Lease: a template)
+        self.ns_root = False
+        self.root_known = 0
+        self.parent_known = 0
+        self.origin = None
 
     def __getstate__(self) -> dict:
         """A copy of a node's record (fork.py) shares the processes with the original
@@ -325,6 +333,7 @@ class Tasks:
         self.alive = False
         self.procs = {}
         self.threads = {}
+        self.origin = None               # the lease has it now
 
     def attach(self, pid: int, tap: Tap, copies: dict[int, int] | None = None) -> None:
         """Take process pid, on listener tap, as this node's process. Its end is
@@ -357,8 +366,44 @@ class Tasks:
         self._poller.register(self.listener, select.POLLIN)
         self._poller.register(proc.pidfd, select.POLLIN)
 
+    def attach_tree(self, tap: Tap, pids: dict[int, int], copies: dict[int, int],
+                    zombies: list[int], parent_known: int) -> None:
+        """Take a copy of the record's process tree (fork.py) as this node's: `pids`,
+        each original process's copy (the root's first), `copies` each original thread's
+        copy, `zombies` the copies of its ended children not reaped yet. The root's copy
+        is process 1 of a PID namespace, its pid in the program's eyes the original's."""
+        root = next(iter(pids.values()))
+        if not self.ns_root and not self.node.cluster.spec.private_pids:
+            self.root_known = self.pid       # under pids private it is 1, as the copy's
+            self.parent_known = parent_known
+        self.ns_root = True
+        self.pid = self.pgid = root
+        self.tap = tap
+        self.listener = tap.fd
+        _native.guard_watch(root)
+        self.alive = True
+        procs = {}
+        for old, proc in self.procs.items():
+            proc.pid = pids[old]
+            proc.pidfd = os.pidfd_open(proc.pid)
+            procs[proc.pid] = proc
+            tap.pids.add(proc.pid)
+        self.procs = procs
+        self.threads = {copies[t.tid]: t for t in self.threads.values()}
+        for tid, t in self.threads.items():
+            t.known = t.known or t.tid
+            t.tid = tid
+        self.reapable = list(zombies)
+        self._poller = select.poll()
+        self._poller.register(self.listener, select.POLLIN)
+        for proc in procs.values():
+            self._poller.register(proc.pidfd, select.POLLIN)
+
     def detach(self) -> None:
         """Forget every process of the node (they are gone)."""
+        origin, self.origin = self.origin, None
+        if origin is not None:
+            origin.dependent_gone()
         for proc in list(self.procs.values()):
             self.forget(proc)
         if self.pgid:
@@ -428,12 +473,11 @@ class Tasks:
     def reap(self) -> None:
         """Wait for the end of every process of the node: the launched one is cmc's
         child; the others become cmc's once their parents are gone (cmc is their
-        subreaper), and cmc reaps those too."""
+        subreaper), and cmc reaps those too. The root of a copied tree is the child of
+        its original, which may live on: it is reaped when it comes to cmc (`STRAYS`);
+        the others in its PID namespace are reaped by the kernel when it ends."""
         if self.pid:
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+            end_status(self.pid, wait=True)
         others = [p for p in self.procs if p != self.pid] + self.reapable
         self.reapable = []
         self.detach()
@@ -515,8 +559,10 @@ class Tasks:
         """The pid, as cmc sees it, of the process (or group) a program of the node names
         `pid`: under `machine pids private` the node numbers its processes in a
         namespace of its own (procfs: NSpid); otherwise the same number."""
-        if not self.node.cluster.spec.private_pids or pid <= 0:
+        if not (self.node.cluster.spec.private_pids or self.ns_root) or pid <= 0:
             return pid
+        if self.root_known and pid == self.root_known:
+            return self.pid
         for proc in self.procs.values():
             if procfs.ns_pid(proc.pid) == pid:
                 return proc.pid
@@ -546,6 +592,40 @@ class Tasks:
             return False                  # a process of a copy
         tgid, ppid = _ids(tid)
         return tgid in self.procs if tgid != tid else ppid in self.procs
+
+# Roots of copied trees that ended while their parents (the originals, which never
+# wait for them) lived: cmc reaps each once it has come to cmc, its subreaper.
+STRAYS: set[int] = set()
+
+
+def end_status(pid: int, wait: bool = False) -> int | None:
+    """The wait status of process pid, which ended (`wait`: is ending): reaped when it
+    is cmc's child; else read from its zombie (the root of a copied tree, whose parent
+    is its original) and kept in STRAYS to reap later. None when it cannot be told."""
+    try:
+        got, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        if got == pid:
+            return status
+    except ChildProcessError:
+        pass
+    deadline = time.monotonic() + 10
+    while True:
+        status = procfs.exit_code(pid)
+        if status is not None or not procfs.listed(pid) or not wait \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.0005)
+    if procfs.listed(pid):
+        STRAYS.add(pid)
+    reap_strays()
+    return status
+
+
+def reap_strays() -> None:
+    for pid in list(STRAYS):
+        if _reaped(pid):
+            STRAYS.discard(pid)
+
 
 def _past_fork(pid: int, tid: int) -> bool:
     """Whether thread tid has returned from its fork and sleeps natively (a parent in
