@@ -38,7 +38,10 @@ def run_cmc(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProce
                           timeout=timeout)
 
 
-STAMPED = re.compile(r"^(Starting\.\.\.|Finished computing|Finished in|Progress\()")
+# (a Progress line, printed as the run's time passes, is followed under --ray by a line
+# per machine)
+STAMPED = re.compile(r"^(Starting\.\.\.|Finished computing|Finished in|Progress\(|"
+                     r"  Machine \S+: \d+ workers?, )")
 
 
 def without_timestamps(out: str) -> str:
