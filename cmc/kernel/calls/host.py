@@ -159,6 +159,7 @@ def sys_by_pid(call):
 def sys_kill(call):
     """kill(pid, sig): a process of the node, its own group (0), or a group of the
     node's (-pgid); never every process the caller may signal (-1) or one outside."""
+    call.node.tasks.signalled = True     # a parent parked in wait4 may wake (scheduler)
     pid = signed(call.args[0])
     known = call.node.tasks.root_known
     if known and pid in (known, -known, 0):
@@ -203,6 +204,7 @@ def sys_tkill(call):
     thread has a new id from the kernel (proc/fork.py), while the program keeps the
     original's (Go's runtime caches it to preempt a thread, glibc to pthread_kill it):
     cmc signals the copy's thread in its stead. Any other id goes to the kernel as is."""
+    call.node.tasks.signalled = True
     args = call.args
     tgid, tid, sig = ((signed(args[0]), signed(args[1]), args[2]) if call.nr == NR["tgkill"]
                       else (None, signed(args[0]), args[1]))

@@ -64,6 +64,27 @@ def task_state(pid: int, tid: int) -> tuple[str, int | None]:
     return state, nr
 
 
+def syscall_args(pid: int, tid: int) -> list[int]:
+    """The six arguments of the call thread tid sleeps in (/proc/PID/task/TID/syscall),
+    or [] when it is in none or gone."""
+    try:
+        with open(_path(pid, "task", tid, "syscall"), "rb") as f:
+            words = f.read().split()
+        return [int(w, 16) for w in words[1:7]] if len(words) >= 7 else []
+    except (OSError, ValueError):
+        return []
+
+
+def exit_signal(pid: int) -> int:
+    """The signal process pid's parent gets at its end (field 38 of its stat: SIGCHLD,
+    or 0 for a copy of a tree's root), or -1 when it is gone."""
+    try:
+        with open(_path(pid, "stat")) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[35])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def task_cpu(pid: int, tid: int) -> tuple[str, float]:
     """(state letter, seconds of CPU it has used) of thread tid; ("X", 0) when gone."""
     try:

@@ -64,6 +64,36 @@ WAITS_FOR_CHILD = frozenset((NR["wait4"], NR["waitid"]))
 COUNTERS = {"launches": 0, "notifications": 0}
 
 
+WALL, WCLONE, WEXITED = 0x40000000, 0x80000000, 4
+
+
+def _child_to_reap(t: Thread, nr: int) -> bool:
+    """Whether thread t, asleep in wait4 or waitid, has a child that ended and that its
+    wait takes: the kernel has made the child a zombie and is about to wake the
+    parent (its pidfd tells cmc of the end a moment before the parent is woken), so
+    the parent is not settled yet."""
+    args = procfs.syscall_args(t.proc.pid, t.tid)
+    if not args:
+        return False
+    if nr == NR["wait4"]:
+        want, options = args[0] - (1 << 64) if args[0] >= 1 << 63 else args[0], args[2]
+    else:
+        idtype, ident, options = args[0], args[1], args[3]
+        if not options & WEXITED:
+            return False
+        want = -1 if idtype == 0 else ident if idtype == 1 else 0
+    for tid in task_ids(t.proc.pid):
+        for child in task_children(t.proc.pid, tid):
+            if procfs.exit_code(child) is None:
+                continue
+            if procfs.exit_signal(child) != signal.SIGCHLD and not options & (WALL | WCLONE):
+                continue                  # a copy of a tree's root: no wait sees it
+            if want > 0 and procfs.ns_pid(child) != want:
+                continue
+            return True
+    return False
+
+
 class Scheduler(Tasks):
     """A node's processes and threads (tasks.py) and the loop that runs them: what a
     node holds as `Node.tasks`."""
@@ -113,6 +143,10 @@ class Scheduler(Tasks):
             ends = self.ends
             creating = self.clones or self.forking is not None
             if not loose and not creating:
+                if self.signalled:       # a parked waiter may be awake: look at it
+                    self.signalled = False
+                    self.stirs += 1
+                    continue
                 if self.next_proc > 1 and self._interrupt():
                     continue
                 return True
@@ -158,7 +192,9 @@ class Scheduler(Tasks):
                 self.clones = 0          # the clone failed: no thread came of it
         if self.forking is not None:
             proc, tid = self.forking
-            new = [pid for pid in task_children(proc.pid, tid) if pid not in self.procs]
+            # (not a copy of the tree made from this process: no exit signal, fork.py)
+            new = [pid for pid in task_children(proc.pid, tid)
+                   if pid not in self.procs and procfs.exit_signal(pid) != 0]
             for pid in new[:1]:
                 loose.append(self._add_process(pid, proc))
             parent = self.threads.get(tid)
@@ -184,15 +220,22 @@ class Scheduler(Tasks):
                 self._thread_gone(t)
             elif state == "D" and t.proc.vforked and nr in VFORKS:
                 t.native = nr            # a vfork's parent: until its child execs or exits
-            elif t.exiting or state != "S" or nr not in NATIVE_WAITS:
+            elif t.exiting or state != "S" or nr not in NATIVE_WAITS \
+                    or nr in WAITS_FOR_CHILD and _child_to_reap(t, nr):
                 t.native = None
                 running = True
             else:
-                t.native, t.native_at = nr, self.ends
-        return not running and not self.clones and self.forking is None
+                t.native, t.native_at = nr, self.ends + self.stirs
+        settled = not running and not self.clones and self.forking is None
+        if settled and self.signalled:
+            # every sender has made its kill: a waiter parked before it may be awake
+            self.signalled = False
+            self.stirs += 1
+            return False
+        return settled
 
     def _parked(self, t: Thread) -> bool:
-        return t.native in WAITS_FOR_CHILD and t.native_at == self.ends
+        return t.native in WAITS_FOR_CHILD and t.native_at == self.ends + self.stirs
 
     def _arrive(self, notif) -> None:
         t = self.threads.get(notif.pid) or self._new_task(notif.pid)

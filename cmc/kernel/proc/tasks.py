@@ -267,6 +267,11 @@ class Tasks:
         self.forking = None            # (Process, tid) that forked, the child not seen yet
         self.reapable: list[int] = []  # pids of processes gone that cmc may have to reap
         self.ends = 0                  # processes of the node that ended
+        # a process of the node signalled one of its own (kill, tkill, tgkill): a
+        # parent parked in wait4 may have been woken (`signalled`), so parked threads
+        # are looked at again once the sender is seen settled (`stirs` counts that)
+        self.signalled = False
+        self.stirs = 0
         self.shared_futexes = Futexes()  # futexes not private to one process
         # tid -> Thread (above), in creation order: a thread is added when first
         # seen, with the next index, and never moved.
