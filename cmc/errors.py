@@ -103,3 +103,9 @@ class UnsupportedMachine(CmcError):
 
     kind = "machine"
     exit_status = 4
+
+
+class NotForkable(Exception):
+    """A world that cannot be copied faithfully by forking its processes (--fast): not
+    an error a person sees; the engine replays that world from launch instead, and
+    `--json` counts why (docs/design.md, "Copying a world instead of replaying it")."""

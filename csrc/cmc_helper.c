@@ -1433,6 +1433,12 @@ int cmc_epoll_fill(int epfd, int n, const int *src, const int *num, const uint32
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+int cmc_kcmp(int pid1, int pid2, int type, uint64_t idx1, uint64_t idx2)
+{
+    long r = syscall(SYS_kcmp, pid1, pid2, type, idx1, idx2);
+    return r < 0 ? -errno : (int)r;
+}
+
 int cmc_tgkill(int tgid, int tid, int sig)
 {
     return syscall(SYS_tgkill, tgid, tid, sig) ? -errno : 0;

@@ -161,6 +161,9 @@ int cmc_tee(int in, int out, int64_t len);
 int cmc_epoll_fill(int epfd, int n, const int *src, const int *num, const uint32_t *events,
                    const uint64_t *data);
 
+/* kcmp(2): 0 when the two are one kernel object, 1 to 3 when not, -errno. */
+int cmc_kcmp(int pid1, int pid2, int type, uint64_t idx1, uint64_t idx2);
+
 /* tgkill(2) from cmc: 0 or -errno. */
 int cmc_tgkill(int tgid, int tid, int sig);
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 
+from ...errors import NotForkable
 from ..linux import _native, procfs
 from ..linux.syscalls_x86_64 import NAME, NR
 from .answer import CONTINUE, Err, Ret
@@ -126,7 +127,6 @@ def _to_copied_root(call, pid: int, sig: int):
     if sig and sig not in _DEFAULT_IGNORED and sig != 9:
         caught = procfs.signal_mask(root, "SigCgt") | procfs.signal_mask(root, "SigIgn")
         if not caught & (1 << (sig - 1)):
-            from ..proc.copyplan import NotForkable
             raise NotForkable(f"node {call.node.name}: signal {sig} to the first process "
                               "of a copied process tree, which would end the original")
     try:

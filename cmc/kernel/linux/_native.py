@@ -236,9 +236,7 @@ def fork_tree(listener: int, procs: list[tuple[int, int, list[tuple[int, int, in
 def kcmp(pid1: int, pid2: int, kind: int, idx1: int, idx2: int) -> int:
     """kcmp(2): 0 when the two are one kernel object, else 1, 2 or 3; -1 when it
     cannot tell (a process gone)."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.syscall(312, pid1, pid2, kind, ctypes.c_ulong(idx1), ctypes.c_ulong(idx2))
+    return lib.cmc_kcmp(pid1, pid2, kind, idx1, idx2)
 
 
 def tee(src: int, dst: int, length: int) -> None:

@@ -17,14 +17,13 @@ import stat
 import struct
 import termios
 
+from ...errors import NotForkable
 from ..linux import _native, procfs
 
 _KEEP_FLAGS = (os.O_ACCMODE | os.O_APPEND | os.O_NONBLOCK | os.O_DIRECTORY | os.O_NOFOLLOW
                | os.O_DSYNC | os.O_SYNC | os.O_NOATIME | os.O_DIRECT | os.O_PATH)
 
 
-class NotForkable(Exception):
-    """This world cannot be copied by forking; replay it instead."""
 
 
 def fd_plan(node) -> list[tuple]:
@@ -52,7 +51,7 @@ def tree_plan(node, pids: list[int]) -> list[list[tuple]]:
     directory open in several through one open file description (a descriptor the
     child inherited), ("file", ..., key) with the same key in each, opened once for
     all. Any other kernel object shared by two of them: NotForkable."""
-    plans, pipes, owners = [], {}, {}
+    plans, pipes = [], {}
     for pid in pids:
         plan, mine = _process_plan(node, pid)
         plans.append(plan)

@@ -47,7 +47,8 @@ from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
 from .copyplan import NotForkable, fd_plan, home_address, move_home, replace_fds, tree_plan
-from .tasks import STRAYS, Tap, end_status, reap_strays
+from .reaping import end_status
+from .tap import Tap
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).

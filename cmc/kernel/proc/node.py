@@ -20,7 +20,7 @@ from ..world import clock
 from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .scheduler import COUNTERS, Scheduler
-from .tasks import Tap
+from .tap import Tap
 
 # CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s
 # (docs/target-contract.md, "Time").

@@ -47,8 +47,9 @@ from ..calls.handler import fd_arg
 from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
-from .copyplan import NotForkable
-from .tasks import Tasks, _past_fork, end_status
+from ...errors import NotForkable
+from .reaping import end_status
+from .tasks import Tasks, _past_fork
 from .tasks import NATIVE_WAITS, Process, Thread
 
 # What the kernel makes of an interrupted call's return (include/linux/errno.h): with a

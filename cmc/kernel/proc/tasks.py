@@ -41,13 +41,14 @@ import itertools
 import os
 import select
 import signal
-import time
 from dataclasses import dataclass, field
 
 from ...interrupts import interrupts_held
 from ..linux import _native, procfs
 from ..linux.procfs import task_state
 from ..linux.syscalls_x86_64 import NR
+from .reaping import _reaped, end_status, reap_orphans
+from .tap import Tap
 
 
 # Calls a thread may sleep in natively, not notified, that another thread of the
@@ -207,46 +208,6 @@ class Process:
                 return out + chunk[:nul]
             out += chunk
         return out
-
-
-class Tap:
-    """A seccomp listener. A node's copies made by --fast (cmc/kernel/proc/fork.py) share
-    the listener of the process they were forked from, so it is closed when its
-    last process is gone, and a notification is taken for the process it came
-    from (`pids`: every process on it; `stash`: notifications taken early)."""
-
-    def __init__(self, fd: int, pid: int):
-        self.fd = fd
-        self.pids = {pid}
-        self.stash: dict[int, object] = {}
-
-    def release(self, pid: int) -> None:
-        self.pids.discard(pid)
-        self.stash.pop(pid, None)
-        if not self.pids and self.fd >= 0:
-            fd, self.fd = self.fd, -1      # forgotten first: never closed twice
-            os.close(fd)
-
-    def recv_for(self, pid: int, timeout_s: float):
-        """The next notification of process pid, within timeout_s, else None."""
-        if pid in self.stash:
-            return self.stash.pop(pid)
-        deadline = time.monotonic() + timeout_s
-        p = select.poll()
-        p.register(self.fd, select.POLLIN)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not p.poll(int(left * 1000) + 1):
-                return None
-            try:
-                n = _native.recv(self.fd)
-            except OSError:
-                return None
-            if n is None:
-                continue
-            if n.pid == pid:
-                return n
-            self.stash[n.pid] = n
 
 
 class Tasks:
@@ -598,40 +559,6 @@ class Tasks:
         tgid, ppid = _ids(tid)
         return tgid in self.procs if tgid != tid else ppid in self.procs
 
-# Roots of copied trees that ended while their parents (the originals, which never
-# wait for them) lived: cmc reaps each once it has come to cmc, its subreaper.
-STRAYS: set[int] = set()
-
-
-def end_status(pid: int, wait: bool = False) -> int | None:
-    """The wait status of process pid, which ended (`wait`: is ending): reaped when it
-    is cmc's child; else read from its zombie (the root of a copied tree, whose parent
-    is its original) and kept in STRAYS to reap later. None when it cannot be told."""
-    try:
-        got, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
-        if got == pid:
-            return status
-    except ChildProcessError:
-        pass
-    deadline = time.monotonic() + 10
-    while True:
-        status = procfs.exit_code(pid)
-        if status is not None or not procfs.listed(pid) or not wait \
-                or time.monotonic() > deadline:
-            break
-        time.sleep(0.0005)
-    if procfs.listed(pid):
-        STRAYS.add(pid)
-    reap_strays()
-    return status
-
-
-def reap_strays() -> None:
-    for pid in list(STRAYS):
-        if _reaped(pid):
-            STRAYS.discard(pid)
-
-
 def _past_fork(pid: int, tid: int) -> bool:
     """Whether thread tid has returned from its fork and sleeps natively (a parent in
     wait4): inside the fork it may sleep too, before its child is listed."""
@@ -643,25 +570,3 @@ def _ids(tid: int) -> tuple[int, int]:
     """(Tgid, PPid) of task tid, from one read of its status; zeros when it is gone."""
     st = procfs.status(tid)
     return int(st.get("Tgid", 0) or 0), int(st.get("PPid", 0) or 0)
-
-
-def _reaped(pid: int) -> bool:
-    """Reap pid if it is a child of cmc that ended (an orphan of a node, which came
-    to cmc as its subreaper); True when it is gone for good."""
-    try:
-        got, _ = os.waitpid(pid, os.WNOHANG)
-        return got == pid
-    except ChildProcessError:
-        return not procfs.listed(pid)
-
-
-def reap_orphans(pids: list[int], timeout_s: float) -> None:
-    """After a node's group was killed: reap those of its processes that come to
-    cmc as orphans (each does once its parent is gone), within timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    left = list(pids)
-    while left:
-        left = [pid for pid in left if not _reaped(pid)]
-        if not left or time.monotonic() > deadline:
-            return
-        time.sleep(0.001)
