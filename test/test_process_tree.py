@@ -291,3 +291,53 @@ def test_redis_replica_serves_the_write_after_a_full_sync(tmp_path):
     assert any('"+FULLRESYNC ' in step for step in trace)
     assert any(step.startswith('<DELIVER primary -> replica "REDIS0010') for step in trace)
     assert len(trace) == 44
+
+
+# -- copies of process trees (docs/design.md, "Copies of process trees") ----------------
+def copied_and_replayed(tmp_path, model, *extra):
+    """The run copied (the default) and replayed (--no-fast): the same output, byte for
+    byte but for time stamps, and every world copied, none replayed."""
+    fast = cmc(tmp_path, model, *extra, "--json", tmp_path / "fast.json")
+    replay = cmc(tmp_path, model, *extra, "--no-fast")
+    assert fast.returncode == replay.returncode, fast.stdout[-3000:] + fast.stderr[-3000:]
+    assert without_timestamps(fast.stdout) == without_timestamps(replay.stdout)
+    report = json.loads((tmp_path / "fast.json").read_text())
+    assert report["replayed"] == {} and report["copies"] > 0, report["replayed"]
+    return fast
+
+
+TREES = [  # model, -D, exit status, counts (each as --no-fast gives them)
+    (MODELS / "prefork.model", (), 0, (19, 19, 5)),
+    (MODELS / "prefork.model", ("-D", "bin=../demo/build/prefork-bug"), 1, None),
+    (MODELS / "bgsave.model", (), 0, (315, 227, 10)),
+    (MODELS / "bgsave.model", ("-D", "bin=../demo/build/bgsave-bug"), 1, None),
+    (MODELS / "durlog-wrap.model", ("-D", "bin=../demo/build/durlog-bug"), 1, None),
+    # a parent natively in wait4, its worker's pid and parent pid, a signal each way,
+    # a worker's end reaped and the next forked: 3 clients in every order
+    (TEST_MODELS / "treeids.model", (), 0, (271, 271, 7)),
+]
+
+
+@pytest.mark.parametrize("model, extra, status, expected", TREES,
+                         ids=lambda v: v.stem if hasattr(v, "stem") else None)
+def test_a_process_tree_is_copied_as_it_is_replayed(tmp_path, model, extra, status, expected):
+    r = copied_and_replayed(tmp_path, model, *extra)
+    assert r.returncode == status, r.stdout[-3000:]
+    if expected is not None:
+        assert counts(r.stdout) == expected
+
+
+@pytest.mark.slow
+def test_durlog_through_a_forking_shell_is_copied_as_it_is_replayed(tmp_path):
+    r = copied_and_replayed(tmp_path, MODELS / "durlog-wrap.model")
+    ok(r)
+    assert counts(r.stdout) == (2983, 1460, 14)
+
+
+def test_a_copied_tree_keeps_its_ids_where_the_program_looks(tmp_path):
+    """treeids answers "bad" when a pid it noted has changed: every reply "ok" in
+    every world, copied."""
+    r = cmc(tmp_path, TEST_MODELS / "treeids.model", "--json", tmp_path / "r.json")
+    ok(r)
+    assert "bad" not in r.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["copies"] >= 80
