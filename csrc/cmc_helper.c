@@ -951,6 +951,25 @@ static int remap(int tid, int listener, const struct user_regs_struct *b, int nm
     return 0;
 }
 
+static int make_threads(int child, int listener, struct thread_state *ts, const uint64_t *ctids,
+                        int k, int *made);
+
+/* The end of a fork, made or failed: a failed copy killed (`child`, its first process:
+ * for a tree, its end ends every copy in its namespace) and reaped, every copy let go
+ * (made[]), and the originals, each about to make its held call again, let go. */
+static void end_fork(int child, const int *made, int nmade, const int *tids,
+                     const struct thread_state *ts, int stopped, int seized)
+{
+    if (child) kill(child, SIGKILL);
+    for (int i = 0; i < nmade; i++)
+        if (made[i]) ptrace(PTRACE_DETACH, made[i], 0, 0);
+    if (child) while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR) {}
+    for (int i = 0; i < stopped; i++)
+        ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
+    for (int i = 0; i < seized; i++)
+        ptrace(PTRACE_DETACH, tids[i], 0, 0);
+}
+
 int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
                      const struct cmc_remap *maps, int *out)
@@ -1008,38 +1027,15 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
         if (res) { e = (int)res; goto out_child; }
         if ((e = remap(child, listener, b, nmaps, maps))) goto out_child;
     }
-    /* Every other thread: a clone of the first, then made the original's. */
-    for (int i = 1; i < n; i++) {
-        uint64_t a[6] = { CLONE_A_THREAD, 0, 0, 0, 0, 0 };
-        int t = 0;
-        if ((e = inject_notified(child, listener, &ts[0].again, ts[0].again.rip, __NR_clone, a,
-                                 &res, &t)))
-            goto out_child;
-        if (res < 0 || !t) { e = res < 0 ? (int)res : -ECHILD; goto out_child; }
-        made[i] = t;
-        if ((e = wait_traced(t, &st, 2000))) goto out_child;
-        if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_child; }
-        if ((e = dress_thread(t, listener, &ts[i], ctids[i], 1))) goto out_child;
-    }
-    /* the first: a fork clears its robust list and its clear_child_tid */
-    if ((e = dress_thread(child, listener, &ts[0], ctids[0], 0))) goto out_child;
-    for (int i = 0; i < n; i++)
-        ptrace(PTRACE_DETACH, made[i], 0, 0);
+    /* Every other thread: a clone of the first, then made the original's; then the
+     * first (a fork clears its robust list and its clear_child_tid) */
+    if ((e = make_threads(child, listener, ts, ctids, n, made))) goto out_child;
     memcpy(out, made, (size_t)n * sizeof *out);
-    e = 0;
-    goto out_restore;
+    child = 0;                       /* kept */
 out_child:
-    kill(child, SIGKILL);
-    for (int i = 0; i < n; i++)
-        if (made[i]) ptrace(PTRACE_DETACH, made[i], 0, 0);
-    while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR) {}
 out_restore:
-    /* the originals, each about to make its held call again */
-    for (int i = 0; i < stopped; i++)
-        ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
 out_detach:
-    for (int i = 0; i < seized; i++)
-        ptrace(PTRACE_DETACH, tids[i], 0, 0);
+    end_fork(child, made, n, tids, ts, stopped, seized);
 out:
     free(ts);
     free(made);
@@ -1338,25 +1334,12 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
                               made + r->first)))
             goto out_copies;
     }
-    for (int i = 0; i < n; i++)
-        ptrace(PTRACE_DETACH, made[i], 0, 0);
     memcpy(out, made, ((size_t)n + (size_t)np) * sizeof *out);
-    e = 0;
-    goto out_restore;
+    root2 = 0;                       /* kept */
 out_copies:
-    /* the root's copy ends its namespace, and every copy in it, with it */
-    if (root2) {
-        kill(root2, SIGKILL);
-        for (int i = 0; i < n; i++)
-            if (made[i]) ptrace(PTRACE_DETACH, made[i], 0, 0);
-        while (waitpid(root2, &st, __WALL) < 0 && errno == EINTR) {}
-    }
 out_restore:
-    for (int i = 0; i < stopped; i++)
-        ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
 out_detach:
-    for (int i = 0; i < seized; i++)
-        ptrace(PTRACE_DETACH, tids[i], 0, 0);
+    end_fork(root2, made, n, tids, ts, stopped, seized);
 out:
     free(ts);
     free(made);

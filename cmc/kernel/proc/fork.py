@@ -20,9 +20,14 @@ using the lease takes it as it is; otherwise
 - HOME, which cmc sets to the node's directory, is pointed at the copy's (in the
   environment block; node directories have names of one length).
 
+A node of several threads has each made again in the copy (`cmc_fork_threads`); a node
+that is a process tree of one level is copied into a PID namespace of its own
+(`cmc_fork_tree`, `Lease._fork_tree`; docs/design.md, "Copies of process trees"), and a
+lease whose first process is such a namespace's first process is a template, never run
+again once lent (`Lease.retire`).
+
 A world that cannot be copied faithfully raises NotForkable, and the engine replays
-it instead: a node with more than one thread (only the calling thread would be
-copied) or process, found before anything is touched; a pipe, an AF_UNIX socket or
+it instead: a tree deeper than one level, found before anything is touched; a pipe, an AF_UNIX socket or
 another kernel object shared with the copy, a deleted open file, a file of its
 directory mapped into memory, or an epoll instance holding real descriptors, found
 when the node is first forked (the step is then taken again on a replay). A lent
