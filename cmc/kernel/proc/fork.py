@@ -411,7 +411,7 @@ class Lease:
                 os.kill(root, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            end_status(root, wait=True)
+            end_status(root)             # reaped when it comes to cmc (STRAYS)
             for pid in pids:
                 if self.tap is not None:
                     self.tap.release(pid)

@@ -34,14 +34,22 @@ def end_status(pid: int, wait: bool = False) -> int | None:
         time.sleep(0.0005)
     if procfs.listed(pid):
         STRAYS.add(pid)
-    reap_strays()
+    if len(STRAYS) >= _sweep[0]:
+        reap_strays()
     return status
 
 
+_sweep = [64]     # look through STRAYS when it has grown this large (twice what it kept)
+
+
 def reap_strays() -> None:
+    """Reap the strays that have come to cmc: a sweep when they have doubled since the
+    last, so that their number costs no more than their ends (most wait for their
+    originals, which live while their worlds do)."""
     for pid in list(STRAYS):
         if _reaped(pid):
             STRAYS.discard(pid)
+    _sweep[0] = max(64, 2 * len(STRAYS))
 
 
 def _reaped(pid: int) -> bool:
