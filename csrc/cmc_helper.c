@@ -1090,18 +1090,18 @@ static int settle_copy(int child, int listener, const struct user_regs_struct *b
     return res ? (int)res : 0;
 }
 
-/* clone3 in stopped tracee tid with exit signal SIGCHLD and set_tid = {pid}: its
+/* clone3 in stopped tracee tid with exit_signal and set_tid = {pid}: its
  * arguments lie at the thread's stack pointer while it runs, and are put back in
  * the caller and in the new process. *born: the new process, stopped at its birth. */
 static int clone_with_pid(int tid, int listener, const struct user_regs_struct *b, int pid,
-                          int *born)
+                          int exit_signal, int *born)
 {
     struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
              tls, set_tid, set_tid_size, cgroup; int32_t tids[2]; } args;
     unsigned char kept[sizeof args];
     memset(&args, 0, sizeof args);
     uint64_t at = b->rsp & ~(uint64_t)15;     /* what is there is put back after */
-    args.exit_signal = SIGCHLD;
+    args.exit_signal = (uint64_t)exit_signal;
     args.set_tid = at + offsetof(__typeof__(args), tids);
     args.set_tid_size = 1;
     args.tids[0] = pid;
@@ -1119,6 +1119,35 @@ static int clone_with_pid(int tid, int listener, const struct user_regs_struct *
     if (!WIFSTOPPED(st)) return -EPROTO;
     if (cmc_write_mem(*born, at, kept, sizeof kept) != (int64_t)sizeof kept) return -EFAULT;
     return 0;
+}
+
+/* The pid of process `pid` (a host pid) in the namespace of process `viewer`: the
+ * number of its NSpid at the viewer's level; 0 when it cannot be read. */
+static int pid_in(int viewer, int pid)
+{
+    int levels = 0, want = 0, got = 0;
+    char path[64], line[512];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "/proc/%d/status", k ? pid : viewer);
+        FILE *f = fopen(path, "re");
+        if (!f) return 0;
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "NSpid:", 6)) continue;
+            int n = 0, v[40];
+            char *p = line + 6;
+            while (n < 40) {
+                char *end;
+                long x = strtol(p, &end, 10);
+                if (end == p) break;
+                v[n++] = (int)x;
+                p = end;
+            }
+            if (!k) levels = n;
+            else if (levels >= 1 && levels <= n) want = v[levels - 1], got = 1;
+        }
+        fclose(f);
+    }
+    return got ? want : 0;
 }
 
 /* Open path in stopped tracee tid (O_RDONLY | O_CLOEXEC): the descriptor in *fd. */
@@ -1139,7 +1168,7 @@ static int open_in(int tid, int listener, const struct user_regs_struct *b, cons
  * first process is root2 (a host pid), with pid `pid` there: *born, stopped. c is
  * left as it was: its namespace for children, its descriptors, its children. */
 static int copy_child(int c, int listener, const struct user_regs_struct *b, int root2, int pid,
-                      int *born)
+                      int spare, int *born)
 {
     char path[64];
     long nsfd = -1, own = -1, res, y = 0;
@@ -1152,9 +1181,10 @@ static int copy_child(int c, int listener, const struct user_regs_struct *b, int
                              (uint64_t[6]){ (uint64_t)nsfd, CLONE_NEWPID, 0, 0, 0, 0 }, &res, NULL)))
         goto out;
     if (res) { e = (int)res; goto out; }
-    /* the helper: no exit signal, so that c's own waits never see it */
-    e = inject_notified(c, listener, b, b->rip, __NR_clone,
-                        (uint64_t[6]){ 0, 0, 0, 0, 0, 0 }, &y, &helper);
+    /* the helper: no exit signal, so that c's own waits never see it, and a pid in the
+     * namespace that no process of the tree has (the lowest free one may be a child's) */
+    e = clone_with_pid(c, listener, b, spare, 0, &helper);
+    if (!e) y = helper ? pid_in(c, helper) : 0;
     {
         long back;
         int e2 = inject_notified(c, listener, b, b->rip, __NR_setns,
@@ -1163,11 +1193,10 @@ static int copy_child(int c, int listener, const struct user_regs_struct *b, int
         if (!e && (e2 || back)) e = e2 ? e2 : (int)back;
     }
     if (e) goto out;
-    if (y <= 0 || !helper) { e = y < 0 ? (int)y : -ECHILD; goto out; }
-    if ((e = wait_traced(helper, &st, 2000))) goto out;
-    if (!WIFSTOPPED(st)) { e = -EPROTO; goto out; }
-    /* the helper stands where c made its clone, rax 0: its registers are c's */
-    e = clone_with_pid(helper, listener, b, pid, born);
+    if (y <= 0 || !helper) { e = -ECHILD; goto out; }
+    /* the helper, stopped at its birth, stands where c made its clone (rax 0): its
+     * registers are c's */
+    e = clone_with_pid(helper, listener, b, pid, SIGCHLD, born);
     if (!e) {                       /* the copy has the helper's descriptors: not these */
         inject(*born, b, b->rip, __NR_close, (uint64_t)nsfd, 0, 0, &res);
         inject(*born, b, b->rip, __NR_close, (uint64_t)own, 0, 0, &res);
@@ -1190,7 +1219,7 @@ static int copy_zombie(int root2, int listener, const struct user_regs_struct *b
                        int status, int *born)
 {
     int e, st, z;
-    if ((e = clone_with_pid(root2, listener, b, pid, &z))) return e;
+    if ((e = clone_with_pid(root2, listener, b, pid, SIGCHLD, &z))) return e;
     *born = z;
     if (WIFEXITED(status)) {
         struct user_regs_struct r = *b;
@@ -1250,7 +1279,7 @@ static int reopen_files(int child, int listener, const struct user_regs_struct *
 int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n,
                   const int *tids, const uint64_t *held, const uint64_t *ctids,
                   const char *cwd, int keep_sigchld, const struct cmc_remap *maps,
-                  int nreopen, const struct cmc_reopen *reopen, int *out)
+                  int nreopen, const struct cmc_reopen *reopen, int spare, int *out)
 {
     if (np < 1 || np > 256 || n < 1 || n > 4096 || procs[0].nthreads < 1) return -EINVAL;
     sigset_t chld, old;
@@ -1294,7 +1323,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
         if (!c->nthreads) continue;
         const struct user_regs_struct *b = &ts[c->first].again;
         int x = 0;
-        e = copy_child(tids[c->first], listener, b, root2, c->pid, &x);
+        e = copy_child(tids[c->first], listener, b, root2, c->pid, spare, &x);
         made[c->first] = x;
         if (e) goto out_copies;
         /* in the root's group: process 1 of the namespace leads it */

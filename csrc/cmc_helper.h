@@ -131,7 +131,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
  * the SIGCHLD that sends is taken back. Every thread is copied as by cmc_fork_threads
  * (held[i] 0: thread i sleeps natively in a call the kernel restarts); each copy works
  * in cwd, the root's in a process group of its own, every child's in that group.
- * reopen[]: files each copy opens again before it runs (a process asleep natively has no
+ * spare: a pid no process of the tree has, for the helpers. reopen[]: files each copy opens again before it runs (a process asleep natively has no
  * held call through which cmc could give it a descriptor). procs[0] is the root. out[] gets the copies' thread ids in the order of tids[], then
  * the zombies' copies' pids (one per proc, 0 for a live one). 0 or -errno. */
 struct cmc_tree_proc {
@@ -148,7 +148,7 @@ struct cmc_reopen {         /* a file opened again in a copy, at descriptor fd *
 int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n,
                   const int *tids, const uint64_t *held, const uint64_t *ctids,
                   const char *cwd, int keep_sigchld, const struct cmc_remap *maps,
-                  int nreopen, const struct cmc_reopen *reopen, int *out);
+                  int nreopen, const struct cmc_reopen *reopen, int spare, int *out);
 
 /* Copy the len bytes buffered in pipe `in` into pipe `out` without taking them
  * (tee(2)): 0 or -errno. */

@@ -183,6 +183,17 @@ def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
     return list(out)
 
 
+def _spare_pid(taken: set[int]) -> int:
+    """A pid near the top of the machine's range that no process of a tree has (its
+    copies' helpers take it, one at a time)."""
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            top = int(f.read()) - 1
+    except (OSError, ValueError):
+        top = 32767
+    return next(p for p in range(top, 1, -1) if p not in taken)
+
+
 def fork_tree(listener: int, procs: list[tuple[int, int, list[tuple[int, int, int]]]],
               cwd: str, maps: list[list[tuple[int, int, int, int, int, str]]],
               keep_sigchld: bool, reopen: list[tuple[int, int, str, int, int, bool]] = ()
@@ -221,7 +232,7 @@ def fork_tree(listener: int, procs: list[tuple[int, int, list[tuple[int, int, in
         c.path = path
     _check(lib.cmc_fork_tree(listener, len(procs), cprocs, n, tids, held, ctids,
                              os.fsencode(cwd), int(keep_sigchld), remaps, len(reopen),
-                             creopen, out))
+                             creopen, _spare_pid({pid for pid, _, _ in procs}), out))
     copies, pids, at = [], [], 0
     for i, (_, _, threads) in enumerate(procs):
         if threads:
