@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "misbehave.h"
 
 static volatile sig_atomic_t usr1, usr2;
 
@@ -124,18 +125,7 @@ int main(int argc, char **argv)
     catch(SIGUSR1, on_usr1);
     catch(SIGUSR2, on_usr2);
     pid_t self = getpid();
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((unsigned short)atoi(argv[1]));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 8) < 0) {
-        perror("treeids: listen");
-        return 1;
-    }
+    int lfd = listen_on("treeids", argv[1]);
     for (;;) {
         pid_t child = fork();
         if (child < 0) {
