@@ -42,6 +42,7 @@ import os
 import pickle
 import shutil
 import signal
+import time
 import types
 
 from ...errors import EngineError
@@ -363,6 +364,15 @@ class Lease:
                     held[tid] = _again(self.tap, tid, notif, node.name)
             tasks.rebind({tid_map[tid]: _again(self.tap, tid_map[tid], notif, node.name)
                           for tid, notif in held.items() if notif is not None})
+            # a native call made again: asleep in it before anything can signal it (a
+            # signal before would run its handler and then sleep, where the original
+            # was woken with EINTR)
+            for old, proc in zip(order, (tasks.procs[tid_map[p]] for p in order)):
+                for tid, notif in held.items():
+                    t = tasks.threads.get(tid_map.get(tid, 0))
+                    if notif is None and t is not None and t.proc is proc:
+                        _asleep_again(old, tid, t.native, node.name)
+                        _asleep_again(proc.pid, t.tid, t.native, node.name)
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
@@ -523,6 +533,20 @@ def forkable(node) -> None:
             why = (f"sleeps natively in {NAME.get(t.native, t.native)}" if t.native is not None
                    else "is not held in a blocked call")
             raise NotForkable(f"node {node.name}: thread {t.index} {why}")
+
+
+def _asleep_again(pid: int, tid: int, nr: int, name: str) -> None:
+    """Thread tid of pid, made to make its native call nr again (a tree's copy), is
+    asleep in it."""
+    deadline = time.monotonic() + REBIND_TIMEOUT_S
+    while True:
+        state, now = procfs.task_state(pid, tid)
+        if state == "S" and now == nr:
+            return
+        if state in "XZ" or time.monotonic() > deadline:
+            raise ForkFailed(f"fork of node {name}: a thread of process {pid} did not go "
+                             f"back to sleep in {NAME.get(nr, nr)}")
+        time.sleep(0.0002)
 
 
 def _again(tap, pid: int, held, name: str):
