@@ -27,7 +27,8 @@ lease whose first process is such a namespace's first process is a template, nev
 again once lent (`Lease.retire`).
 
 A world that cannot be copied faithfully raises NotForkable, and the engine replays
-it instead: a tree deeper than one level, found before anything is touched; a pipe, an AF_UNIX socket or
+it instead: a tree deeper than one level (and the rest `forkable` finds), found before
+anything is touched; a pipe, an AF_UNIX socket or
 another kernel object shared with the copy, a deleted open file, a file of its
 directory mapped into memory, or an epoll instance holding real descriptors, found
 when the node is first forked (the step is then taken again on a replay). A lent
