@@ -34,7 +34,9 @@ pytestmark = [
     pytest.mark.skipif(VERSION not in (None, "3.4"),
                        reason=f"the counts are etcd 3.4's, not {VERSION}'s"),
 ]
-COUNTS = (82, 82, 15)
+# 82/82/15 until 906d319 changed when a thread counts as polling the clock under time
+# virtual (found by git bisect; the same counts copied and with --no-fast)
+COUNTS = (78, 77, 15)
 
 
 def test_an_acknowledged_put_is_never_read_as_missing(tmp_path):

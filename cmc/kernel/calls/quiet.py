@@ -23,7 +23,7 @@ QUIET = frozenset(NR[n] for n in (
     "rt_sigprocmask", "sigaltstack", "getrlimit", "read", "readv", "recvfrom", "recvmsg",
     "accept", "accept4", "socket", "fcntl", "ioctl", "getsockopt", "setsockopt",
     "getsockname", "getpeername", "fstat", "newfstatat", "lseek", "pread64", "preadv",
-    "preadv2", "dup", "dup2", "dup3", "fchdir", "getdents64", "flock",
+    "preadv2", "dup", "dup2", "dup3", "fchdir", "getdents64", "flock", "getpid", "getppid",
 ))
 _WRITES = frozenset(NR[n] for n in ("write", "writev", "pwrite64", "pwritev", "pwritev2"))
 _OPENS = frozenset(NR[n] for n in ("open", "openat"))
