@@ -39,6 +39,8 @@ pytestmark = [
                                                  "with Time::HiRes, not installed"),
 ]
 # The counts are those of this version; another one forms its routes with other messages.
+# (1491/1157/27, and 1286/1000 to the message, until 906d319 changed when a thread counts
+# as polling the clock under time virtual: found by git bisect)
 COUNTED = VERSION == "2.9.10"
 
 
@@ -55,7 +57,7 @@ def test_three_servers_deliver_the_published_message(tmp_path):
     assert r.returncode == 0, out
     assert "Model checking completed. No error has been found." in r.stdout
     if COUNTED:
-        assert counts(r.stdout) == (1491, 1157, 27)
+        assert counts(r.stdout) == (521, 410, 26)
 
 
 @pytest.mark.slow
@@ -79,7 +81,7 @@ def test_the_shortest_behavior_to_the_message(tmp_path):
         "FIRE client sub starts @ 2.200s", "FIRE client pub starts @ 2.300s"]
     if COUNTED:
         assert int(labels[-1][0]) == 25
-        assert counts(r.stdout)[:2] == (1286, 1000)
+        assert counts(r.stdout)[:2] == (479, 368)
 
 
 @pytest.mark.slow
@@ -91,4 +93,4 @@ def test_det_is_clean(tmp_path):
     assert "nondeterminism" not in out, out
     assert r.returncode == 0, out
     if COUNTED:
-        assert counts(r.stdout) == (1491, 1157, 27)
+        assert counts(r.stdout) == (521, 410, 26)
