@@ -341,3 +341,17 @@ def test_a_copied_tree_keeps_its_ids_where_the_program_looks(tmp_path):
     ok(r)
     assert "bad" not in r.stdout
     assert json.loads((tmp_path / "r.json").read_text())["copies"] >= 80
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace needs CAP_SYS_ADMIN (root)")
+def test_a_tree_of_its_own_pids_is_copied_as_it_is_replayed(tmp_path):
+    """treeids under `machine pids private`: the node's first process is already process
+    1 of a namespace, its copies are 1 of namespaces inside it (kept alive while copies
+    made from them run: fork.Lease templates); the same output copied and replayed."""
+    text = (TEST_MODELS / "treeids.model").read_text().replace(
+        '"../progs/', f'"{PROGS.parent}/').replace("node t =", "machine pids private\nnode t =")
+    model = tmp_path / "treeids-pids.model"
+    model.write_text(text)
+    r = copied_and_replayed(tmp_path, model)
+    ok(r)
+    assert counts(r.stdout) == (271, 271, 7)
