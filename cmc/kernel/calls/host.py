@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 
 from ...errors import NotForkable
 from ..linux import _native, procfs
@@ -114,8 +115,8 @@ def sys_getpid(call):
     return CONTINUE
 
 
-# what a signal does that no handler catches, where it is not "ignore"
-_DEFAULT_IGNORED = frozenset((17, 23, 28, 18))     # SIGCHLD, SIGURG, SIGWINCH, SIGCONT
+# signals whose default action is to ignore them (or to continue): an init's too
+_DEFAULT_IGNORED = frozenset((signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, signal.SIGCONT))
 
 
 def _to_copied_root(call, pid: int, sig: int):
@@ -124,7 +125,7 @@ def _to_copied_root(call, pid: int, sig: int):
     end the original but not an init: that world is replayed instead."""
     tasks = call.node.tasks
     root = tasks.pid
-    if sig and sig not in _DEFAULT_IGNORED and sig != 9:
+    if sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
         caught = procfs.signal_mask(root, "SigCgt") | procfs.signal_mask(root, "SigIgn")
         if not caught & (1 << (sig - 1)):
             raise NotForkable(f"node {call.node.name}: signal {sig} to the first process "

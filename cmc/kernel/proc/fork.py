@@ -501,18 +501,16 @@ def _tree_forkable(node) -> None:
             raise NotForkable(f"node {name}: process {proc.number} has lost its first thread")
 
 
-def _tree_fds_placeable(node, pid: int, plan: list) -> list:
+def _tree_fds_placeable(node, pid: int, plan: list) -> None:
     """A process of a tree whose threads all sleep natively has no held call through
     which cmc could give the copy its descriptors: the copy opens its files again
-    itself (cmc_fork_tree) and the plan keeps the rest, which must then be nothing but
-    mappings. Returns the plan left."""
+    itself (cmc_fork_tree), and the rest of its plan must be nothing but mappings."""
     tasks = node.tasks
     if any(t.notif is not None for t in tasks.threads.values() if t.proc.pid == pid):
-        return plan
+        return
     if any(item[0] not in ("map", "file") or len(item) > 6 for item in plan):
         raise NotForkable(f"node {node.name}: a process that sleeps natively shares "
                           "descriptors a copy would need of its own")
-    return plan
 
 
 def forkable(node) -> None:

@@ -43,7 +43,7 @@ from ..calls.answer import ANSWERED, CONTINUE, Block, Err
 from ..calls.calllog import render
 from ..linux import _native, procfs
 from ..linux.procfs import task_children, task_cpu, task_ids, task_state
-from ..calls.handler import fd_arg
+from ..calls.handler import fd_arg, signed
 from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
@@ -77,7 +77,7 @@ def _child_to_reap(t: Thread, nr: int) -> bool:
     if not args:
         return False
     if nr == NR["wait4"]:
-        want, options = args[0] - (1 << 64) if args[0] >= 1 << 63 else args[0], args[2]
+        want, options = signed(args[0]), args[2]
     else:
         idtype, ident, options = args[0], args[1], args[3]
         if not options & WEXITED:
@@ -144,9 +144,7 @@ class Scheduler(Tasks):
             ends = self.ends
             creating = self.clones or self.forking is not None
             if not loose and not creating:
-                if self.signalled:       # a parked waiter may be awake: look at it
-                    self.signalled = False
-                    self.stirs += 1
+                if self._stirred():      # a parked waiter may be awake: look at it
                     continue
                 if self.next_proc > 1 and self._interrupt():
                     continue
@@ -228,12 +226,17 @@ class Scheduler(Tasks):
             else:
                 t.native, t.native_at = nr, self.ends + self.stirs
         settled = not running and not self.clones and self.forking is None
-        if settled and self.signalled:
-            # every sender has made its kill: a waiter parked before it may be awake
-            self.signalled = False
-            self.stirs += 1
+        # every sender has made its kill: a waiter parked before it may be awake
+        return settled and not self._stirred()
+
+    def _stirred(self) -> bool:
+        """A kill of the node's was answered since parked threads were last looked at:
+        unpark them (True), so that the next round looks at them in the kernel."""
+        if not self.signalled:
             return False
-        return settled
+        self.signalled = False
+        self.stirs += 1
+        return True
 
     def _parked(self, t: Thread) -> bool:
         return t.native in WAITS_FOR_CHILD and t.native_at == self.ends + self.stirs
