@@ -22,6 +22,7 @@ from .engine.dfs import DepthFirst
 from .engine.model import EngineLimit, Outcome, Stats
 from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
 from .engine.replay import Nondeterminism, replay, violated_at_end
+from .engine.search import Search
 from .engine.simulate import Simulation
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
 from .lang import check_binaries, load_model
@@ -147,9 +148,11 @@ def check(args, run: Run) -> Outcome:
         affinity = os.sched_getaffinity(0)
         if args.workers == 1 and not args.no_pin:
             pin_cpu()
+        Search.more_room = memory_bound.room_for_more    # more kept worlds while it says so
         try:
             outcome = _engine(search.run)
         finally:
+            Search.more_room = Search.no_more_room
             os.sched_setaffinity(0, affinity)
         run.outcome = outcome
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"

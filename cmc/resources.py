@@ -10,7 +10,11 @@ A process of its own samples both (`python -m cmc.resources`, started by the top
 process and dying with it; a thread would wait for the busy main thread's GIL): every
 0.2 s, or more often where the bound is small (so often that a process filling memory
 at 4 GB/s cannot pass the 10% headroom between two samples, every 10 ms at most), and
-sooner when the room left would last less than four samples at the rate the sum grows.
+sooner when the room left would last less than four samples at the rate the sum grows;
+but never sooner than four times what the last sample took, so that the watcher takes
+at most a fifth of a CPU from the run (a tree of hundreds of processes takes tens of
+milliseconds to sample). The resident sizes of the processes are summed first, and
+their proportional set sizes read only when that sum, an upper bound, is near the bound.
 Before the sum passes the bound it stops the run: it writes what grew into a pipe and
 sends cmc SIGUSR2, whose handler raises `MemoryBoundReached` (an engine limit: exit 3)
 wherever the main thread is, and stops (SIGSTOP) every node process, so a node that
@@ -22,12 +26,17 @@ processes by memory.
 
 The run stops at 90% of the bound, so that the growth between two samples does not
 carry it past.
+
+The watcher also writes each sample's sum where cmc (and its worker processes) can read
+it: `Bound.room_for_more` tells a breadth-first search whether it may keep more live
+worlds to copy from than its usual number (docs/design.md, "How many worlds are kept").
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -38,9 +47,14 @@ from .errors import EngineError
 
 STOP_SIGNAL = signal.SIGUSR2
 HEADROOM = 0.9
+ROOMY = 0.4            # room for more kept worlds: under this share of the bound taken,
+ROOMY_TASKS = 0.5      # of the machine's pid limit in threads, of cmc's descriptor limit
+ROOMY_EVERY_S = 0.1    # the answer, looked at again after this long
 PERIOD_S = 0.2
 MIN_PERIOD_S = 0.01
 FASTEST = 4 << 30      # bytes a second: about the fastest a process fills memory here
+BUSY = 4               # the watcher waits at least this many times what a sample took
+PAGE = os.sysconf("SC_PAGE_SIZE")
 GRACE_S = 5.0
 PR_SET_PDEATHSIG = 1
 _NODE_DIR = re.compile(r"/nodes/\d+-([^/]+)(?:/(.*))?$")
@@ -116,6 +130,14 @@ def pss(pid: int) -> int:
     return 0
 
 
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 32768
+
+
 def _die_with(parent: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
@@ -156,15 +178,32 @@ def scratch_files(root: str) -> dict[tuple[str, str], list[int]]:
     return out
 
 
-class Usage:
-    """One sample: memory by process and scratch bytes by file."""
+def rss(pid: int) -> int:
+    """A process's resident set size in bytes (0 if it is gone): at least its
+    proportional set size, and far cheaper to read (no walk of its mappings)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
-    def __init__(self, top: int, scratch: str | None):
-        self.memory = {pid: pss(pid) for pid in tree_pids(top)}
+
+class Usage:
+    """One sample: memory by process and scratch bytes by file. The processes' resident
+    sizes are summed first; only where that sum and the scratch bytes pass `under` is
+    each process's proportional set size read (pages a copy shares with its original
+    counted once), so that a run far from its bound costs the watcher little."""
+
+    def __init__(self, top: int, scratch: str | None, under: float = 0.0):
+        pids = tree_pids(top)
         self.top = top
         self.files = scratch_files(scratch) if scratch else {}
         self.scratch = sum(sum(v) for v in self.files.values())
+        self.memory = {pid: rss(pid) for pid in pids}
         self.total = sum(self.memory.values()) + self.scratch
+        if self.total >= under:
+            self.memory = {pid: pss(pid) for pid in pids}
+            self.total = sum(self.memory.values()) + self.scratch
 
     def what_grew(self, n: int = 4) -> list[str]:
         lines = []
@@ -198,21 +237,48 @@ class Bound:
         self._proc: subprocess.Popen | None = None
         self._read = -1
         self._old_handler = None
+        self._sample = -1         # a memfd: the watcher's last sum, 8 bytes
+        self._roomy = (0.0, False)
 
     def start(self) -> "Bound":
         if threading.current_thread() is not threading.main_thread():
             return self                  # a run called in a thread: no signal to send
         read, write = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(read, False)     # read by the signal's handler, never waited on
+        self._sample = os.memfd_create("cmc-usage", os.MFD_CLOEXEC)
+        os.pwrite(self._sample, bytes(8), 0)
         self._old_handler = signal.signal(STOP_SIGNAL, self._raise)
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "cmc.resources", str(os.getpid()), str(self.limit),
-                 self.scratch or ""], stdin=subprocess.DEVNULL, stdout=write)
+                 self.scratch or "", str(self._sample)], stdin=subprocess.DEVNULL,
+                stdout=write, pass_fds=(self._sample,))
         finally:
             os.close(write)
         self._read = read
         return self
+
+    def room_for_more(self) -> bool:
+        """Whether the run can take more of the machine for the worlds it keeps: under
+        ROOMY of the bound at the watcher's last sample, the machine's threads under
+        ROOMY_TASKS of its pid limit and this process's descriptors under ROOMY_TASKS of
+        its limit. Looked at every ROOMY_EVERY_S at most; False without a watcher."""
+        if self._sample < 0:
+            return False
+        now = time.monotonic()
+        if now - self._roomy[0] < ROOMY_EVERY_S:
+            return self._roomy[1]
+        try:
+            used = int.from_bytes(os.pread(self._sample, 8, 0), "little")
+            with open("/proc/loadavg") as f:
+                threads = int(f.read().split()[3].split("/")[1])
+            fds = len(os.listdir("/proc/self/fd"))
+        except (OSError, ValueError, IndexError):
+            used, threads, fds = self.limit, 0, 0
+        roomy = (used < ROOMY * self.limit and threads < ROOMY_TASKS * _pid_max()
+                 and fds < ROOMY_TASKS * resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        self._roomy = (now, roomy)
+        return roomy
 
     def stop(self) -> None:
         if self._proc is not None:
@@ -221,6 +287,8 @@ class Bound:
             self._proc = None
             os.close(self._read)
             self._read = -1
+            os.close(self._sample)
+            self._sample = -1
             signal.signal(STOP_SIGNAL, self._old_handler or signal.SIG_DFL)
 
     def _raise(self, signum, frame):
@@ -233,7 +301,7 @@ class Bound:
         if message:
             raise MemoryBoundReached(message)
 
-    def _watch(self, top: int, out: int) -> None:
+    def _watch(self, top: int, out: int, sample: int = -1) -> None:
         # the longest wait that the fastest growth cannot turn into more than the
         # headroom (and 0.2 s at most); sooner as the room left shrinks at the rate seen
         base = max(MIN_PERIOD_S, min(PERIOD_S, (1 - HEADROOM) * self.limit / FASTEST))
@@ -241,12 +309,16 @@ class Bound:
         while True:
             time.sleep(wait)
             began = time.monotonic()
-            usage = Usage(top, self.scratch)
+            usage = Usage(top, self.scratch, under=HEADROOM * self.limit)
+            if sample >= 0:
+                os.pwrite(sample, usage.total.to_bytes(8, "little"), 0)
             room = HEADROOM * self.limit - usage.total
             if room > 0:
                 rate = (usage.total - last[1]) / max(began - last[0], 1e-3)
                 wait = base if rate <= 0 else min(base, room / (4 * rate))
-                wait = max(wait, MIN_PERIOD_S)
+                # a tree of hundreds of processes takes tens of milliseconds to sample:
+                # the watcher takes at most a fifth of a CPU
+                wait = max(wait, MIN_PERIOD_S, BUSY * (time.monotonic() - began))
                 last = (began, usage.total)
                 continue
             os.write(out, self._message(usage).encode()[:60000])
@@ -281,13 +353,14 @@ class Bound:
 
 
 def main(argv: list[str]) -> None:
-    """The watcher: `python -m cmc.resources CMC_PID LIMIT SCRATCH`, started by Bound
-    with its stdout the pipe to cmc. It dies with cmc."""
+    """The watcher: `python -m cmc.resources CMC_PID LIMIT SCRATCH SAMPLE_FD`, started
+    by Bound with its stdout the pipe to cmc. It dies with cmc."""
     top, limit, scratch = int(argv[0]), int(argv[1]), argv[2] or None
+    sample = int(argv[3]) if len(argv) > 3 else -1
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)     # Ctrl-C is cmc's; cmc ends this one
     _die_with(top)
-    Bound(limit, scratch)._watch(top, 1)
+    Bound(limit, scratch)._watch(top, 1, sample)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from cmc.engine.search import Search
+from cmc.resources import Bound, pss
 from conftest import PROGS, ROOT, TEST_MODELS, counts
 
 MB = 1 << 20
@@ -139,3 +141,38 @@ def test_max_memory_and_scratch_are_checked(tmp_path):
                             str(ROOT / "models" / "durlog.model"), *args], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert r.returncode == 2 and said in r.stderr, r.stderr
+
+
+def _room_after_first_sample(bound) -> bool:
+    """room_for_more once the watcher has written a sample (it writes within its first
+    period; waited for by polling, with a deadline, never for a fixed time)."""
+    deadline = time.monotonic() + 30
+    while int.from_bytes(os.pread(bound._sample, 8, 0), "little") == 0:
+        assert time.monotonic() < deadline, "the watcher wrote no sample"
+        time.sleep(0.01)
+    bound._roomy = (0.0, False)          # not the answer cached before the sample
+    return bound.room_for_more()
+
+
+def test_more_worlds_are_kept_only_while_the_bound_has_room():
+    """The watcher's sample, read back: a bound of which this process takes about half
+    leaves no room for more kept worlds (the line is 40%); one a hundred times larger
+    does. The engine's rule: 256 always (128 per worker), then up to sixteen times that
+    while there is room (docs/design.md, "How many worlds are kept")."""
+    assert not Bound(1 << 30, None).room_for_more()        # no watcher: no more room
+    mine = pss(os.getpid())
+    for limit, roomy in ((2 * mine, False), (100 * mine, True)):
+        bound = Bound(limit, None).start()
+        try:
+            assert _room_after_first_sample(bound) is roomy, (limit, mine)
+        finally:
+            bound.stop()
+    saved = Search.more_room
+    try:
+        Search.more_room = Search.no_more_room
+        assert Search.room(255, 256) and not Search.room(256, 256)
+        Search.more_room = staticmethod(lambda: True)
+        assert Search.room(4095, 256) and not Search.room(4096, 256)
+        assert Search.room(2047, 128) and not Search.room(2048, 128)
+    finally:
+        Search.more_room = saved

@@ -437,7 +437,7 @@ class FastHandler:
                     model, held, keys, fps, action_keys, step, counted):
                 touched = (system.changed(before),) if self.por else ()
                 kept = may_keep and bool(actions2) and fp2 not in cache \
-                    and len(cache) < self.keep
+                    and BreadthFirst.room(len(cache), self.keep)
                 if kept:
                     cache[fp2] = system
                 else:

@@ -27,10 +27,16 @@ PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays 
 
 
 class Search:
-    # --fast: snapshots kept alive at most. Each holds every node's processes: 256
-    # worlds of three nodes are some 800 processes, far below the pid and memory
-    # limits of a machine, and enough for the frontier of every demo.
+    # --fast: snapshots kept alive. Each holds every node's processes: 256 worlds of
+    # three nodes are some 800 processes, far below the pid and memory limits of a
+    # machine. More, up to KEEP_MAX, while `more_room` says the machine has room (the
+    # memory bound's watcher: resources.Bound.room_for_more, installed by the command
+    # line); a world that finds none is replayed from launch when its turn comes
+    # (docs/design.md, "How many worlds are kept").
     KEEP = 256
+    KEEP_MAX = 4096
+    no_more_room = staticmethod(lambda: False)
+    more_room = no_more_room
 
     def __init__(self, model: Model, properties: list[Property], reporter: Reporter,
                  max_depth: int | None = None, max_states: int | None = None,
@@ -71,11 +77,16 @@ class Search:
         """--fast: keep `system`, at world `fp` (of depth `depth`) that the search
         will expand, as the snapshot to expand it from, if there is room and it will
         be expanded at all; else close it."""
-        if (fp not in self.snapshots and len(self.snapshots) < self.KEEP
+        if (fp not in self.snapshots and self.room(len(self.snapshots), self.KEEP)
                 and (self.max_depth is None or depth < self.max_depth)):
             self.snapshots[fp] = system
         else:
             system.close()
+
+    @classmethod
+    def room(cls, kept: int, keep: int) -> bool:
+        """Room for one more snapshot where `kept` are kept and `keep` always may be."""
+        return kept < keep or (kept < keep * cls.KEEP_MAX // cls.KEEP and cls.more_room())
 
     def tick(self, left: int) -> None:
         """After each expansion: `left` worlds wait (queue or stack); a progress
