@@ -148,11 +148,9 @@ def check(args, run: Run) -> Outcome:
         affinity = os.sched_getaffinity(0)
         if args.workers == 1 and not args.no_pin:
             pin_cpu()
-        Search.more_room = memory_bound.room_for_more    # more kept worlds while it says so
         try:
-            outcome = _engine(search.run)
+            outcome = _engine(lambda: searched(search, memory_bound))
         finally:
-            Search.more_room = Search.no_more_room
             os.sched_setaffinity(0, affinity)
         run.outcome = outcome
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
@@ -232,6 +230,16 @@ def write_report_page(path: str, model, outcome, steps, reporter) -> None:
         print(f"cmc: cannot write the report {path}: {err.strerror or err}", file=sys.stderr)
         return
     reporter.say(f"The counterexample was drawn in {path}.")
+
+
+def searched(search, memory_bound: Bound) -> Outcome:
+    """search.run(), keeping more live worlds to copy from while the memory bound has
+    room for them (docs/design.md, "How many worlds are kept")."""
+    Search.more_room = memory_bound.room_for_more
+    try:
+        return search.run()
+    finally:
+        Search.more_room = Search.no_more_room
 
 
 def _engine(fn):

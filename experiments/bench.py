@@ -41,7 +41,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cmc.adapter import ClusterModel, engine_properties    # noqa: E402
-from cmc.check import Run, make_search, spec_for           # noqa: E402
+from cmc.check import Run, make_search, searched, spec_for  # noqa: E402
 from cmc.machines import pin_cpu                     # noqa: E402
 from cmc.cli import parse_args                               # noqa: E402
 from cmc.engine.model import NullReporter           # noqa: E402
@@ -91,7 +91,7 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True,
         search = make_search(args, Run(), system, engine_properties(model), NullReporter(), 100)
         if pin and workers == 1:
             pin_cpu()               # as cmc's check() does
-        outcome = search.run()
+        outcome = searched(search, bound) if bound is not None else search.run()
     finally:
         if bound is not None:
             bound.stop()

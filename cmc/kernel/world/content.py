@@ -6,7 +6,8 @@ preallocated and wrote 4 KiB into is 4 KiB of data. So nothing here reads a file
 whole or keeps it whole:
 
 - `sparse(data, offset)` keeps bytes as runs with their all-zero CHUNK-aligned
-  chunks left out (the disk model's saved bytes are such runs);
+  chunks left out (the disk model's saved bytes are such runs); `sparse_range` the
+  same of a range of a file, its holes not read;
 - `Content` is a file's bytes seen through a window: the chunks of a source (a real
   file, read a chunk at a time and skipping its holes, or saved runs) and the
   chunks changed in memory since; it can be written back into a file (only the
@@ -47,6 +48,21 @@ def sparse(data: bytes, offset: int) -> tuple[tuple[int, bytes], ...]:
         stop = min(end, (pos // CHUNK + 1) * CHUNK)
         pieces.append((pos, data[pos - offset:stop - offset]))
         pos = stop
+    return _merged(pieces)
+
+
+def sparse_range(fd: int, start: int, end: int) -> tuple[tuple[int, bytes], ...]:
+    """The bytes of fd in [start, end) as `sparse` gives them, read a chunk at a time
+    and only where the file system says there may be data: a 64 MB preallocated file
+    cut back to its first record costs no read of its 64 MB of holes."""
+    pieces = []
+    for lo, hi in _data_ranges(fd, end):
+        lo, hi = max(lo, start), min(hi, end)
+        pos = lo
+        while pos < hi:
+            stop = min(hi, (pos // CHUNK + 1) * CHUNK)
+            pieces.append((pos, os.pread(fd, stop - pos, pos)))
+            pos = stop
     return _merged(pieces)
 
 

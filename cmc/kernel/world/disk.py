@@ -40,7 +40,7 @@ import xxhash
 
 from ...errors import TargetError
 from ..linux import _native
-from .content import CHUNK, Content, sparse
+from .content import CHUNK, Content, sparse_range
 
 MODES = ("fsync", "fsync partial", "strict", "off")
 
@@ -202,7 +202,7 @@ class Disk:
         if end > start:                  # it overwrites something: keep what
             try:
                 with open(path, "rb") as f:
-                    before = sparse(os.pread(f.fileno(), end - start, start), start)
+                    before = sparse_range(f.fileno(), start, end)
             except OSError:
                 pass
         data = w.data if self.partial or w.kind != "write" else None
