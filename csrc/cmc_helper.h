@@ -51,10 +51,16 @@ int cmc_recv(int listener, struct cmc_notif *out);
  * NUL, the list by an empty one), answer it at once with CONTINUE (it runs natively)
  * and return 1. The flags are argument flag_args[i], or, when flag_args[i] is -k,
  * the 64-bit value argument k-1 points to (openat2's struct open_how). 0 when *out
- * is for the caller, or -errno. */
+ * is for the caller, or -errno.
+ * With clock not NULL, also a clock read: when the call is clock[1]
+ * (clock_gettime) made by thread clock[0] of a clock it names (realtime, monotonic
+ * or CPU time), write clock[2], clock[3] or clock[4] (nanoseconds) as its timespec
+ * into the target, answer 0 and return 1; the TSC trap's read, the monotonic clock
+ * as 8 bytes (docs/design.md, "Clock reads answered in C"). */
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
                      const int32_t path_args[], const int32_t flag_args[],
-                     uint64_t flag_mask, int n, const char *needle);
+                     uint64_t flag_mask, int n, const char *needle,
+                     const int64_t clock[5]);
 
 /* Answer notification id: the call returns val, or fails with errno err when
  * err != 0, or (cont != 0) runs natively in the target. 0 or -errno

@@ -71,3 +71,41 @@ def counter(tmp_path, extra: str = "", name: str = "counter.model"):
 def cmc(tmp_path, model, *args):
     """cmc on a counter model, with the -D that finds the binary."""
     return run_cmc("--model-file", model, "-D", f"bin={PROGS}/counter", *args, cwd=tmp_path)
+
+
+# -- shares of a run (CI runs the slow tests as two, side by side) --------------------------
+# Seconds each file's slow tests took, run one after the other on the 2-core machine
+# (`pytest -m slow --durations=0`, 2026-12-05); a file not listed counts as SHARE_UNKNOWN.
+SHARE_SECONDS: dict[str, float] = {}
+SHARE_UNKNOWN = 60.0
+
+
+def pytest_addoption(parser):
+    parser.addoption("--shard", default=None, metavar="K/N",
+                     help="run only share K (0 to N-1) of N of the selected tests: whole "
+                          "files, balanced by SHARE_SECONDS")
+
+
+def shares(files: list[str], n: int) -> dict[str, int]:
+    """Each file's share: the longest first, each to the share with the least so far."""
+    loads, owner = [0.0] * n, {}
+    for f in sorted(files, key=lambda f: (-SHARE_SECONDS.get(f, SHARE_UNKNOWN), f)):
+        i = min(range(n), key=lambda j: (loads[j], j))
+        owner[f] = i
+        loads[i] += SHARE_SECONDS.get(f, SHARE_UNKNOWN)
+    return owner
+
+
+def pytest_collection_modifyitems(config, items):
+    shard = config.getoption("--shard")
+    if not shard:
+        return
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+        assert 0 <= k < n
+    except (ValueError, AssertionError):
+        raise pytest.UsageError(f"--shard {shard}: K/N with 0 <= K < N") from None
+    owner = shares(sorted({pathlib.Path(str(it.fspath)).name for it in items}), n)
+    mine = [it for it in items if owner[pathlib.Path(str(it.fspath)).name] == k]
+    config.hook.pytest_deselected(items=[it for it in items if it not in mine])
+    items[:] = mine

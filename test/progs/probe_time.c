@@ -7,7 +7,8 @@
  * starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC and CLOCK_BOOTTIME at 1000 s, and
  * they move only when a timeout fires, by exactly its length. Natively only the bounds
  * hold (the clock moves by at least the sleep). Checks: time, gettimeofday,
- * clock_gettime of every realtime and monotonic clock; an unknown clock is EINVAL;
+ * clock_gettime of every realtime and monotonic clock; an unknown clock is EINVAL, a
+ * buffer the program cannot write EFAULT;
  * nanosleep, clock_nanosleep (relative, and TIMER_ABSTIME on CLOCK_REALTIME and
  * CLOCK_MONOTONIC), sleep and usleep advance the clock by their length; a sleep of 0 or
  * to a time already past returns at once; bad arguments are EINVAL (as
@@ -15,6 +16,8 @@
  */
 
 #include "probe.h"
+
+#include <sys/syscall.h>
 
 static long ns_of(clockid_t c)
 {
@@ -59,6 +62,10 @@ int main(void)
     }
     struct timespec ts;
     ERR("clock_gettime(an unknown clock)", clock_gettime(77, &ts), EINVAL);
+    /* a timespec the program cannot be given (cmc answers a clock read in C, and leaves
+       this one to Python, which says EFAULT as the kernel does) */
+    ERR("clock_gettime into an unmapped page", syscall(SYS_clock_gettime, CLOCK_MONOTONIC,
+                                                       (struct timespec *)8), EFAULT);
     phase();
 
     long r0 = ns_of(CLOCK_REALTIME), m0 = ns_of(CLOCK_MONOTONIC), b0 = ns_of(CLOCK_BOOTTIME);

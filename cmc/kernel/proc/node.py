@@ -16,6 +16,7 @@ from ...errors import TargetError, UnsupportedMachine
 from ...interrupts import interrupts_held
 from ..linux import _native
 from ..linux.abi import VFD_BASE
+from ..linux.syscalls_x86_64 import NR
 from ..world import clock
 from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
@@ -26,6 +27,7 @@ from .tap import Tap
 # (docs/target-contract.md, "Time").
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
+CLOCK_GETTIME = NR["clock_gettime"]
 
 # with a page cache? with stdin and stdout cmc's (a Maelstrom node)?
 _FILTERS = {(disk, stdio): build_filter(disk=disk, stdio=stdio)
@@ -199,6 +201,18 @@ class Node:
 
     def monotonic_ns(self) -> int:
         return MONOTONIC_START_NS + self.now_ns()
+
+    def clock_reads(self, alone):
+        """What recv needs to answer the clock reads of thread `alone` itself (or NULL):
+        when it is the one thread of the node that runs, the others held in calls or
+        asleep, it would be answered at once and go on anyway (Scheduler._runnable: the
+        thread that ran last goes on); not under time virtual, where reading the clock
+        moves it (polls), nor while the calls are recorded (docs/design.md, "Clock reads
+        answered in C")."""
+        if alone is None or self.cluster.virtual or self.cluster.recording:
+            return _native.ffi.NULL
+        return _native.clock_reads(alone.tid, CLOCK_GETTIME, self.realtime_ns(),
+                                   self.monotonic_ns(), self.elapsed_ns)
 
     def pass_time(self, ns: int) -> None:
         """A call of the node takes `ns` of its time (an expired futex deadline, a read

@@ -153,7 +153,9 @@ class Scheduler(Tasks):
             # (or its end); else look at the kernel between short waits.
             single = not creating and len(loose) == 1 and all(
                 t.notif is None for t in self.threads.values())
-            notif = self._next_notification(None if single else min(1 << rounds, 4) - 1)
+            notif = self._next_notification(None if single else min(1 << rounds, 4) - 1,
+                                            loose[0] if len(loose) == 1 and not creating
+                                            else None)
             if notif is False:
                 return False
             if notif is not None:
@@ -337,10 +339,11 @@ class Scheduler(Tasks):
             self.node.elapsed_ns += t.block.timeout_ns
         self.run((t, t.block.on_fire()))
 
-    def _next_notification(self, timeout_ms: int | None = None):
+    def _next_notification(self, timeout_ms: int | None = None, alone: Thread | None = None):
         """The next notification of this node (any thread of any of its processes);
         None when `timeout_ms` passes first or a process of it ended; False when
-        the node has no process left."""
+        the node has no process left. A clock read of thread `alone`, the one thread
+        that runs, is answered on the way (Node.clock_reads)."""
         tap = self.tap
         for tid in list(tap.stash):
             if self._mine(tid):
@@ -364,7 +367,7 @@ class Scheduler(Tasks):
                                   "emulated call (watchdog; raise it with --watchdog)")
             if events.get(self.listener, 0) & select.POLLIN:
                 try:
-                    notif = _native.recv(self.listener)
+                    notif = _native.recv(self.listener, self.node.clock_reads(alone))
                 except OSError:
                     notif = None
                 if notif is not None:
