@@ -276,19 +276,25 @@ static int read_path(int pid, uint64_t addr, char *buf, size_t len)
 #define CMC_TRAP_PAGE 0x7e5a00000000ULL    /* cmc/kernel/linux/abi.py: TRAP_PAGE */
 #define CMC_CLOCK_TSC 0x434d4354              /* abi.py: CLOCK_TSC */
 
-/* A clock_gettime answered here (cmc_recv_passing's clock): 1 when done. */
-static int clock_read(int listener, const struct cmc_notif *out, const int64_t clock[5])
+/* A call of the one running thread answered here (cmc_recv_passing's alone): 1 when
+ * done. */
+static int alone_call(int listener, const struct cmc_notif *out, const int64_t alone[7])
 {
-    if ((int64_t)out->pid != clock[0] || (int64_t)out->nr != clock[1]) return 0;
+    if ((int64_t)out->pid != alone[0]) return 0;
+    if ((int64_t)out->nr == alone[5] || (int64_t)out->nr == alone[6]) {
+        cmc_respond(listener, out->id, 0, 0, 1);
+        return 1;
+    }
+    if ((int64_t)out->nr != alone[1]) return 0;
     int64_t ns, ts[2];
     uint64_t len = sizeof ts;
     switch ((int32_t)out->args[0]) {
-    case 0: case 5: case 8: case 11: ns = clock[2]; break;       /* REALTIME, _COARSE, _ALARM, TAI */
-    case 1: case 4: case 6: case 7: case 9: ns = clock[3]; break; /* MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM */
-    case 2: case 3: ns = clock[4]; break;                         /* CPU-time clocks */
+    case 0: case 5: case 8: case 11: ns = alone[2]; break;       /* REALTIME, _COARSE, _ALARM, TAI */
+    case 1: case 4: case 6: case 7: case 9: ns = alone[3]; break; /* MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM */
+    case 2: case 3: ns = alone[4]; break;                         /* CPU-time clocks */
     case CMC_CLOCK_TSC:                       /* the trap's read of the TSC: 1 GHz, monotonic */
         if (out->ip < CMC_TRAP_PAGE || out->ip >= CMC_TRAP_PAGE + 4096) return 0;
-        ts[0] = clock[3];
+        ts[0] = alone[3];
         len = 8;
         goto write;
     default: return 0;                        /* the program's SIGSEGV action, a bad clock */
@@ -306,11 +312,11 @@ write:;
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
                      const int32_t path_args[], const int32_t flag_args[],
                      uint64_t flag_mask, int n, const char *needle,
-                     const int64_t clock[5])
+                     const int64_t alone[7])
 {
     int r = cmc_recv(listener, out);
     if (r) return r;
-    if (clock && clock_read(listener, out, clock)) return 1;
+    if (alone && alone_call(listener, out, alone)) return 1;
     for (int i = 0; i < n; i++) {
         if (out->nr != nrs[i]) continue;
         uint64_t flags = 0;

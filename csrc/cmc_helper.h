@@ -52,15 +52,16 @@ int cmc_recv(int listener, struct cmc_notif *out);
  * and return 1. The flags are argument flag_args[i], or, when flag_args[i] is -k,
  * the 64-bit value argument k-1 points to (openat2's struct open_how). 0 when *out
  * is for the caller, or -errno.
- * With clock not NULL, also a clock read: when the call is clock[1]
- * (clock_gettime) made by thread clock[0] of a clock it names (realtime, monotonic
- * or CPU time), write clock[2], clock[3] or clock[4] (nanoseconds) as its timespec
- * into the target, answer 0 and return 1; the TSC trap's read, the monotonic clock
- * as 8 bytes (docs/design.md, "Clock reads answered in C"). */
+ * With alone not NULL, also some calls of thread alone[0], the one thread of its
+ * node that runs (docs/design.md, "Calls of the one running thread answered in C"):
+ * syscalls alone[5] and alone[6] with CONTINUE; and clock_gettime (syscall alone[1])
+ * of a clock it names (realtime, monotonic or CPU time): alone[2], alone[3] or
+ * alone[4] (nanoseconds) written as its timespec into the target, answered 0; the TSC
+ * trap's read: the monotonic clock as 8 bytes. Then 1 is returned. */
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
                      const int32_t path_args[], const int32_t flag_args[],
                      uint64_t flag_mask, int n, const char *needle,
-                     const int64_t clock[5]);
+                     const int64_t alone[7]);
 
 /* Answer notification id: the call returns val, or fails with errno err when
  * err != 0, or (cont != 0) runs natively in the target. 0 or -errno

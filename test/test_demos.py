@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import MODELS, ROOT, counts, run_cmc
+from conftest import MODELS, ROOT, counts, left_behind, run_cmc
 
 BUILD = ROOT / "demo" / "build"
 
@@ -103,23 +103,7 @@ def check_needs(tmp_path, demo: str, kind: str, mode: tuple[str, ...]):
 
 
 def no_node_left(demo: str):
-    """No process of the demo outlived its run: none whose parent is neither a cmc nor
-    another node process (a node cmc left behind is an orphan; another test's run of the
-    same demo, in a CI shard beside this one, is not), zombies aside."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,stat=,args="], stdout=subprocess.PIPE,
-                         text=True).stdout
-    procs = {}
-    for line in out.splitlines():
-        pid, ppid, stat, args = (line.split(None, 3) + [""])[:4]
-        procs[int(pid)] = (int(ppid), stat, args)
-
-    def runs_nodes(pid: int) -> bool:
-        args = procs.get(pid, (0, "", ""))[2]
-        return " -m cmc" in args or args.startswith(str(BUILD))
-    left = [args for ppid, stat, args in procs.values()
-            if args.startswith(f"{BUILD / demo}") and not stat.startswith("Z")
-            and not runs_nodes(ppid)]
-    assert left == []
+    assert [a for a in left_behind(f"{BUILD / demo}") if a.startswith(f"{BUILD / demo}")] == []
 
 
 # -- relay: only a DROP exposes the bug ---------------------------------------------------

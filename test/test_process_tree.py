@@ -20,12 +20,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
-from conftest import PROGS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
+from conftest import PROGS, ROOT, TEST_MODELS, counts, left_behind, run_cmc, without_timestamps
 
 MODELS = ROOT / "models"
 SHIM = PROGS.parent / "shim"
@@ -117,8 +116,7 @@ def test_a_daemon_is_the_nodes_bug_and_all(tmp_path):
     assert daemon.returncode == plain.returncode == 1, daemon.stdout[-3000:] + daemon.stderr
     assert error_part(daemon.stdout) == error_part(plain.stdout)
     assert counts(daemon.stdout) == counts(plain.stdout)
-    ps = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
-    assert "build/durlog-bug 0 " not in ps
+    assert left_behind("build/durlog-bug 0 ") == []
 
 
 @pytest.mark.slow

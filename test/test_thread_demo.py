@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import pytest
 
-from conftest import MODELS, ROOT, counts, run_cmc, without_timestamps
+from conftest import MODELS, ROOT, counts, left_behind, run_cmc, without_timestamps
 
 BUILD = ROOT / "demo" / "build"
 MODEL = MODELS / "tlog.model"
@@ -47,9 +46,8 @@ def labels(out: str) -> list[str]:
     return re.findall(r"^State \d+: <(.*)>$", out, re.M)
 
 
-def no_node_left():
-    out = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
-    assert [line for line in out.splitlines() if line.startswith(f"{BUILD / 'tlog'}")] == []
+def no_node_left(name: str = "tlog"):
+    assert [a for a in left_behind(f"{BUILD / name}") if a.startswith(f"{BUILD / name}")] == []
 
 
 def correct(tmp_path, *args) -> str:
@@ -161,8 +159,7 @@ def gokv(tmp_path, build: str, *args) -> str:
         assert r.returncode == 0, r.stdout + r.stderr
         assert OK in r.stdout
     assert counts(r.stdout) == GOKV_COUNTS[build]
-    out = subprocess.run(["ps", "-ww", "-eo", "args="], stdout=subprocess.PIPE, text=True).stdout
-    assert [line for line in out.splitlines() if line.startswith(f"{BUILD / 'gokv'}")] == []
+    no_node_left("gokv")
     return without_timestamps(r.stdout).replace(str(trace), "TRACE")
 
 

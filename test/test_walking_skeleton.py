@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import MODELS, ROOT, TEST_MODELS, counts, run_cmc, without_timestamps
+from conftest import MODELS, ROOT, TEST_MODELS, counts, left_behind, run_cmc, without_timestamps
 
 DURLOG = MODELS / "durlog.model"
 BUG = "bin=../demo/build/durlog-bug"
@@ -98,8 +98,7 @@ def test_clock_through_libc_is_logical(variant):
 
 
 def _cmc_processes():
-    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], stdout=subprocess.PIPE, text=True).stdout
-    return [line for line in out.splitlines() if "demo/build/durlog" in line]
+    return left_behind("demo/build/durlog")
 
 
 def _durlog_running(tmp_path, settle: float):

@@ -88,24 +88,27 @@ def pass_through(calls: dict[int, tuple[int, int]], flag_mask: int,
                     needle=ffi.new("char[]", b"".join(n + b"\0" for n in needles)))
 
 
-_clock = ffi.new("int64_t[5]")
+_alone = ffi.new("int64_t[7]")
 
 
-def clock_reads(tid: int, nr: int, realtime_ns: int, monotonic_ns: int, cpu_ns: int):
-    """What `recv` needs to answer the clock reads (syscall nr: clock_gettime) of
-    thread tid itself, with these clocks (csrc/cmc_helper.h, cmc_recv_passing): one
-    place, filled in for the next recv."""
-    c = _clock
-    c[0], c[1], c[2], c[3], c[4] = tid, nr, realtime_ns, monotonic_ns, cpu_ns
+def alone(tid: int, clock_nr: int, realtime_ns: int, monotonic_ns: int, cpu_ns: int,
+          continued: tuple[int, int]):
+    """What `recv` needs to answer some calls of thread tid itself: its clock reads
+    (syscall clock_nr, clock_gettime) with these clocks, and the two syscalls
+    `continued` with CONTINUE (csrc/cmc_helper.h, cmc_recv_passing): one place,
+    filled in for the next recv."""
+    c = _alone
+    c[0], c[1], c[2], c[3], c[4] = tid, clock_nr, realtime_ns, monotonic_ns, cpu_ns
+    c[5], c[6] = continued
     return c
 
 
-def recv(listener: int, clock=ffi.NULL) -> Notification | None:
+def recv(listener: int, alone_=ffi.NULL) -> Notification | None:
     """The next notification; None when it was one that `pass_through` answered, or,
-    with `clock` (from clock_reads), a clock read of its thread answered."""
+    with `alone_` (from `alone`), a call of its thread answered."""
     p = _passing
     if _check(lib.cmc_recv_passing(listener, _notif, p["nrs"], p["args"], p["flags"],
-                                   p["mask"], p["n"], p["needle"], clock)):
+                                   p["mask"], p["n"], p["needle"], alone_)):
         return None
     n = _notif
     return Notification(n.id, n.pid, n.nr, tuple(n.args[i] for i in range(6)), n.ip)

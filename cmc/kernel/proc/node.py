@@ -28,6 +28,7 @@ from .tap import Tap
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
 CLOCK_GETTIME = NR["clock_gettime"]
+SIGNAL_SETUP = (NR["rt_sigprocmask"], NR["sigaltstack"])   # calls/threads.py: CONTINUE
 
 # with a page cache? with stdin and stdout cmc's (a Maelstrom node)?
 _FILTERS = {(disk, stdio): build_filter(disk=disk, stdio=stdio)
@@ -202,17 +203,18 @@ class Node:
     def monotonic_ns(self) -> int:
         return MONOTONIC_START_NS + self.now_ns()
 
-    def clock_reads(self, alone):
-        """What recv needs to answer the clock reads of thread `alone` itself (or NULL):
-        when it is the one thread of the node that runs, the others held in calls or
-        asleep, it would be answered at once and go on anyway (Scheduler._runnable: the
-        thread that ran last goes on); not under time virtual, where reading the clock
-        moves it (polls), nor while the calls are recorded (docs/design.md, "Clock reads
-        answered in C")."""
-        if alone is None or self.cluster.virtual or self.cluster.recording:
+    def alone(self, thread):
+        """What recv needs to answer some calls of `thread` itself (or NULL): when it is
+        the one thread of the node that runs, the others held in calls or asleep, its
+        clock reads and its signal mask and stack calls would be answered at once and
+        it would go on anyway (Scheduler._runnable: the thread that ran last goes on);
+        not under time virtual, where reading the clock moves it (polls), nor while the
+        calls are recorded (docs/design.md, "Calls of the one running thread answered
+        in C")."""
+        if thread is None or self.cluster.virtual or self.cluster.recording:
             return _native.ffi.NULL
-        return _native.clock_reads(alone.tid, CLOCK_GETTIME, self.realtime_ns(),
-                                   self.monotonic_ns(), self.elapsed_ns)
+        return _native.alone(thread.tid, CLOCK_GETTIME, self.realtime_ns(),
+                             self.monotonic_ns(), self.elapsed_ns, SIGNAL_SETUP)
 
     def pass_time(self, ns: int) -> None:
         """A call of the node takes `ns` of its time (an expired futex deadline, a read

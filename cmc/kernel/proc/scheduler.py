@@ -114,6 +114,7 @@ class Scheduler(Tasks):
                 return
             if outcome is not None and not self._resume(*outcome):
                 return
+            self._last = outcome[0] if outcome is not None else None
             if not self._gather():
                 return
             outcome = self._runnable(outcome[0] if outcome is not None else None)
@@ -153,9 +154,11 @@ class Scheduler(Tasks):
             # (or its end); else look at the kernel between short waits.
             single = not creating and len(loose) == 1 and all(
                 t.notif is None for t in self.threads.values())
-            notif = self._next_notification(None if single else min(1 << rounds, 4) - 1,
-                                            loose[0] if len(loose) == 1 and not creating
-                                            else None)
+            # the thread answered last, running alone, goes on while its calls complete
+            # (_runnable): some of them are answered in C on the way (Node.alone)
+            alone = loose[0] if len(loose) == 1 and not creating and loose[0] is self._last \
+                else None
+            notif = self._next_notification(None if single else min(1 << rounds, 4) - 1, alone)
             if notif is False:
                 return False
             if notif is not None:
@@ -178,6 +181,8 @@ class Scheduler(Tasks):
                     continue
                 return True
             self._arrive(notif)
+
+    _last = None
 
     def _settled(self, loose: list[Thread]) -> bool:
         """Look at the threads not held, in the kernel: find the new one (after a
@@ -342,8 +347,8 @@ class Scheduler(Tasks):
     def _next_notification(self, timeout_ms: int | None = None, alone: Thread | None = None):
         """The next notification of this node (any thread of any of its processes);
         None when `timeout_ms` passes first or a process of it ended; False when
-        the node has no process left. A clock read of thread `alone`, the one thread
-        that runs, is answered on the way (Node.clock_reads)."""
+        the node has no process left. Some calls of thread `alone`, the one thread
+        that runs, are answered on the way (Node.alone)."""
         tap = self.tap
         for tid in list(tap.stash):
             if self._mine(tid):
@@ -367,7 +372,7 @@ class Scheduler(Tasks):
                                   "emulated call (watchdog; raise it with --watchdog)")
             if events.get(self.listener, 0) & select.POLLIN:
                 try:
-                    notif = _native.recv(self.listener, self.node.clock_reads(alone))
+                    notif = _native.recv(self.listener, self.node.alone(alone))
                 except OSError:
                     notif = None
                 if notif is not None:

@@ -261,6 +261,7 @@ class Tasks:
         by a lease: without a poller of its own (`take_over`, `adopt` make one)."""
         state = dict(self.__dict__)
         state["_poller"] = None
+        state.pop("_last", None)         # the scheduler's, for one run (Scheduler.run)
         return state
 
     def unwatch(self) -> None:
