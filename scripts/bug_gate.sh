@@ -126,6 +126,9 @@ while read -r demo model prop prog; do
         else
             result=FAIL
             failed=$((failed + 1))
+            # what the run said last: a traceback, an error line
+            warnings="$warnings$demo ($build): $got, where $expected was expected; it ended with:"$'\n'
+            warnings="$warnings$( { tail -n 5 "$tmp/out"; tail -n 25 "$tmp/err"; } | sed 's/^/    /')"$'\n'
         fi
         row "$demo" "$build" "$expected" "$got" "${generated:--}" "${distinct:--}" \
             "${depth:--}" "$trace" "$seconds" "$result"

@@ -155,9 +155,10 @@ class Scheduler(Tasks):
             single = not creating and len(loose) == 1 and all(
                 t.notif is None for t in self.threads.values())
             # the thread answered last, running alone, goes on while its calls complete
-            # (_runnable): some of them are answered in C on the way (Node.alone)
+            # (_runnable): some of them are answered in C on the way (Node.alone); not in
+            # a process tree, where a held call may be interrupted (_interrupt) then
             alone = loose[0] if len(loose) == 1 and not creating and loose[0] is self._last \
-                else None
+                and self.next_proc == 1 else None
             notif = self._next_notification(None if single else min(1 << rounds, 4) - 1, alone)
             if notif is False:
                 return False
