@@ -17,7 +17,7 @@ import time
 import pytest
 
 from cmc.engine.search import Search
-from cmc.resources import Bound, pss
+from cmc.resources import Bound, Usage, pss
 from conftest import PROGS, ROOT, TEST_MODELS, counts
 
 MB = 1 << 20
@@ -176,3 +176,27 @@ def test_more_worlds_are_kept_only_while_the_bound_has_room():
         assert Search.room(2047, 128) and not Search.room(2048, 128)
     finally:
         Search.more_room = saved
+
+
+def test_a_sample_far_from_the_bound_reads_no_proportional_sizes():
+    """The watcher sums the processes' resident sizes, an upper bound and cheap to read,
+    and reads their proportional set sizes only when that sum nears the bound
+    (cmc/resources.py, Usage). A process holding 64 MB and its forked copy: far from the
+    bound both count the 64 MB they share (resident), near it it counts once
+    (proportional)."""
+    code = ("import os, sys, time\n"
+            "b = bytearray(64 << 20)\n"
+            "for i in range(0, len(b), 4096): b[i] = 1\n"
+            "if os.fork() == 0: time.sleep(60); os._exit(0)\n"
+            "print('ready', flush=True); time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        far, near = Usage(p.pid, None, under=1 << 50), Usage(p.pid, None, under=0)
+        assert len(far.memory) == len(near.memory) == 2
+        assert far.total >= 128 * MB, far.total
+        assert 64 * MB <= near.total <= 100 * MB, near.total
+    finally:
+        for pid in Usage(p.pid, None, under=1 << 50).memory:
+            os.kill(pid, 9)
+        p.wait()
