@@ -38,8 +38,9 @@ def run_cmc(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProce
                           timeout=timeout)
 
 
-def left_behind(marker: str) -> list[str]:
-    """The command lines containing `marker` of processes that outlived their run of
+def left_behind(marker: str, at_start: bool = False) -> list[str]:
+    """The command lines containing `marker` (`at_start`: beginning with it) of
+    processes that outlived their run of
     cmc: a node cmc left behind is an orphan, whose parent is neither a cmc (the
     subreaper of its nodes while it runs) nor another process of this repository's (a
     node, a shell over one, a test); a node of a run going on beside this one (a CI
@@ -55,7 +56,8 @@ def left_behind(marker: str) -> list[str]:
         args = procs.get(pid, (0, "", ""))[2]
         return " -m cmc" in args or str(ROOT) in args
     return [args for ppid, stat, args in procs.values()
-            if marker in args and not stat.startswith("Z") and not ours(ppid)]
+            if (args.startswith(marker) if at_start else marker in args)
+            and not stat.startswith("Z") and not ours(ppid)]
 
 
 # (a Progress line, printed as the run's time passes, is followed under --ray by a line
@@ -134,7 +136,6 @@ def pytest_collection_modifyitems(config, items):
         assert 0 <= k < n
     except (ValueError, AssertionError):
         raise pytest.UsageError(f"--shard {shard}: K/N with 0 <= K < N") from None
-    owner = shares(sorted({pathlib.Path(str(it.fspath)).name for it in items}), n)
-    mine = [it for it in items if owner[pathlib.Path(str(it.fspath)).name] == k]
-    config.hook.pytest_deselected(items=[it for it in items if it not in mine])
-    items[:] = mine
+    owner = shares(sorted({it.path.name for it in items}), n)
+    config.hook.pytest_deselected(items=[it for it in items if owner[it.path.name] != k])
+    items[:] = [it for it in items if owner[it.path.name] == k]

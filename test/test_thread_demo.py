@@ -47,7 +47,7 @@ def labels(out: str) -> list[str]:
 
 
 def no_node_left(name: str = "tlog"):
-    assert [a for a in left_behind(f"{BUILD / name}") if a.startswith(f"{BUILD / name}")] == []
+    assert left_behind(f"{BUILD / name}", at_start=True) == []
 
 
 def correct(tmp_path, *args) -> str:

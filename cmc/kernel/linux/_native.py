@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from .._cmc_helper import ffi, lib
+from .syscalls_x86_64 import NR
 
 
 def _check(r: int) -> int:
@@ -88,18 +89,17 @@ def pass_through(calls: dict[int, tuple[int, int]], flag_mask: int,
                     needle=ffi.new("char[]", b"".join(n + b"\0" for n in needles)))
 
 
-_alone = ffi.new("int64_t[7]")
+# what `recv` needs to answer some calls of one thread itself (csrc/cmc_helper.h,
+# cmc_recv_passing): its clock reads, and rt_sigprocmask and sigaltstack, which
+# calls/threads.py answers with CONTINUE
+_alone = ffi.new("int64_t[7]", [0, NR["clock_gettime"], 0, 0, 0, NR["rt_sigprocmask"],
+                                NR["sigaltstack"]])
 
 
-def alone(tid: int, clock_nr: int, realtime_ns: int, monotonic_ns: int, cpu_ns: int,
-          continued: tuple[int, int]):
-    """What `recv` needs to answer some calls of thread tid itself: its clock reads
-    (syscall clock_nr, clock_gettime) with these clocks, and the two syscalls
-    `continued` with CONTINUE (csrc/cmc_helper.h, cmc_recv_passing): one place,
-    filled in for the next recv."""
+def alone(tid: int, realtime_ns: int, monotonic_ns: int, cpu_ns: int):
+    """`_alone` filled in for thread tid and these clocks, for the next recv."""
     c = _alone
-    c[0], c[1], c[2], c[3], c[4] = tid, clock_nr, realtime_ns, monotonic_ns, cpu_ns
-    c[5], c[6] = continued
+    c[0], c[2], c[3], c[4] = tid, realtime_ns, monotonic_ns, cpu_ns
     return c
 
 

@@ -16,7 +16,6 @@ from ...errors import TargetError, UnsupportedMachine
 from ...interrupts import interrupts_held
 from ..linux import _native
 from ..linux.abi import VFD_BASE
-from ..linux.syscalls_x86_64 import NR
 from ..world import clock
 from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
@@ -27,8 +26,6 @@ from .tap import Tap
 # (docs/target-contract.md, "Time").
 REALTIME_START_NS = 1767225600 * 10**9
 MONOTONIC_START_NS = 1000 * 10**9
-CLOCK_GETTIME = NR["clock_gettime"]
-SIGNAL_SETUP = (NR["rt_sigprocmask"], NR["sigaltstack"])   # calls/threads.py: CONTINUE
 
 # with a page cache? with stdin and stdout cmc's (a Maelstrom node)?
 _FILTERS = {(disk, stdio): build_filter(disk=disk, stdio=stdio)
@@ -213,8 +210,8 @@ class Node:
         in C")."""
         if thread is None or self.cluster.virtual or self.cluster.recording:
             return _native.ffi.NULL
-        return _native.alone(thread.tid, CLOCK_GETTIME, self.realtime_ns(),
-                             self.monotonic_ns(), self.elapsed_ns, SIGNAL_SETUP)
+        e = self.elapsed_ns                  # now_ns() under time async
+        return _native.alone(thread.tid, REALTIME_START_NS + e, MONOTONIC_START_NS + e, e)
 
     def pass_time(self, ns: int) -> None:
         """A call of the node takes `ns` of its time (an expired futex deadline, a read

@@ -117,7 +117,7 @@ class Scheduler(Tasks):
             self._last = outcome[0] if outcome is not None else None
             if not self._gather():
                 return
-            outcome = self._runnable(outcome[0] if outcome is not None else None)
+            outcome = self._runnable(self._last)
             if outcome is None:
                 return
 
