@@ -52,6 +52,7 @@ PROBES: dict[str, str | None] = {
     "udp": None,
     "mixed": None,
     "rlimit": None,
+    "fallocate": None,
 }
 
 # probes whose state space takes long enough to be marked slow

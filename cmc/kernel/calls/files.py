@@ -293,21 +293,39 @@ def _removed(call, paths: list) -> bytes | None:
     return None
 
 
+def _loff(v: int) -> int:
+    """An loff_t argument (64 bits, signed)."""
+    return v - (1 << 64) if v & (1 << 63) else v
+
+
 @handles("fallocate")
 def sys_fallocate(call):
+    """Of a file of the node's directory: answered by cmc, which grows the file (mode
+    0 past its end) without allocating blocks, so that a world holds no preallocated
+    zeros (docs/target-contract.md, "The disk"); the size, the bytes and the errors
+    are Linux's (vfs_fallocate's checks, in its order), only st_blocks and SEEK_HOLE
+    tell. A model disk never runs out of space, so there is nothing to reserve."""
     proc, args = call.proc, call.args
     found, answer = _file_of_call(call, errno.ENODEV)
     if answer is not None:
         return answer
-    mode = args[1] & 0xFFFFFFFF
+    mode, offset, length = args[1] & 0xFFFFFFFF, _loff(args[2]), _loff(args[3])
+    if offset < 0 or length <= 0:
+        return Err(errno.EINVAL)
     if mode & ~FALLOC_FL_KEEP_SIZE:
         return unsupported(call, call.nr, args, f"changes {found[1]} in a way the disk "
                            "model does not follow (only fallocate modes 0 and "
                            "FALLOC_FL_KEEP_SIZE are; try disk off)")
-    if not mode & FALLOC_FL_KEEP_SIZE and args[2] + args[3] > found[3]:
-        proc.node.disk.wrote(Write(found[2], found[1], "extend", args[2], args[3], None, found[3]),
-                        False)
-    return CONTINUE
+    if _fdinfo(call, fd_arg(args[0]))[1] & os.O_ACCMODE == os.O_RDONLY:
+        return Err(errno.EBADF)
+    end = offset + length
+    if end >= 1 << 63:
+        return Err(errno.EFBIG)
+    if not mode & FALLOC_FL_KEEP_SIZE and end > found[3]:
+        proc.node.disk.wrote(Write(found[2], found[1], "extend", offset, length, None, found[3]),
+                             False)
+        os.truncate(found[0], end)
+    return Ret(0)
 
 
 @handles("mmap")
