@@ -393,6 +393,13 @@ int64_t cmc_write_mem(int pid, uint64_t addr, const void *buf, uint64_t len)
     return proc_mem(pid, addr, (void *)buf, len, 1);
 }
 
+int64_t cmc_answer_mem(int pid, uint64_t addr, const void *buf, uint64_t len)
+{
+    struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
+    ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
+    return n == (ssize_t)len ? n : -EFAULT;
+}
+
 /* At the exec stop the new program's stack starts with argc, argv[], NULL,
  * envp[], NULL, then the auxiliary vector. */
 static int fix_auxv(int pid, const unsigned char random16[16])

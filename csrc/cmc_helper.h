@@ -77,6 +77,9 @@ int cmc_addfd(int listener, uint64_t id, int srcfd, int newfd, int cloexec, int 
  * Writes fall back to /proc/PID/mem, which can write read-only pages. */
 int64_t cmc_read_mem(int pid, uint64_t addr, void *buf, uint64_t len);
 int64_t cmc_write_mem(int pid, uint64_t addr, const void *buf, uint64_t len);
+/* Write an answer into the target's memory as the kernel would copy it out: only
+ * where the target may write (process_vm_writev); else -EFAULT. */
+int64_t cmc_answer_mem(int pid, uint64_t addr, const void *buf, uint64_t len);
 
 /* Answer a notified execve of pid (notification id) with CONTINUE while
  * tracing it, and at the exec stop: retag AT_SYSINFO_EHDR as AT_IGNORE (so

@@ -17,6 +17,7 @@
 
 #include "probe.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 static long ns_of(clockid_t c)
@@ -66,6 +67,18 @@ int main(void)
        this one to Python, which says EFAULT as the kernel does) */
     ERR("clock_gettime into an unmapped page", syscall(SYS_clock_gettime, CLOCK_MONOTONIC,
                                                        (struct timespec *)8), EFAULT);
+    /* ... and one in a page it may read but not write (cmc writes answers only where
+       the program could write itself, not through /proc/PID/mem) */
+    struct timespec *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ro == MAP_FAILED)
+        fail("mmap: %s", en(errno));
+    else {
+        ERR("clock_gettime into a read-only page", syscall(SYS_clock_gettime, CLOCK_MONOTONIC,
+                                                           ro), EFAULT);
+        ERR("gettimeofday into a read-only page", syscall(SYS_gettimeofday, ro, NULL), EFAULT);
+        CHECK("the read-only page is as it was", ro->tv_sec, 0);
+        munmap(ro, 4096);
+    }
     phase();
 
     long r0 = ns_of(CLOCK_REALTIME), m0 = ns_of(CLOCK_MONOTONIC), b0 = ns_of(CLOCK_BOOTTIME);

@@ -137,9 +137,11 @@ def read_mem(pid: int, addr: int, length: int) -> bytes:
 
 
 def write_mem(pid: int, addr: int, data: bytes) -> None:
+    """Write into the target's memory where it may write itself (an answer, copied
+    out as the kernel would: a read-only or unmapped page is EFAULT)."""
     if not data:
         return
-    n = _check(lib.cmc_write_mem(pid, addr, data, len(data)))
+    n = _check(lib.cmc_answer_mem(pid, addr, data, len(data)))
     if n != len(data):
         raise OSError(errno.EFAULT, "short write to target memory")
 
