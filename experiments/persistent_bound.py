@@ -38,36 +38,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from cmc.engine import bfs  # noqa: E402
-from por_bound import quietly  # noqa: E402
+from por_bound import recorded  # noqa: E402
 
 
 def graph(model: str, defines: list[str]):
-    """(initial world, world -> [(action key, world)], world -> truths of the model's
-    properties, the search's quiescent properties)."""
-    edges: dict[bytes, list] = {}
-    views: dict[bytes, dict] = {}
-    first: list = []
-    merge = bfs.BreadthFirst.merge
-
-    def recording(self, fp, view, depth, actions, fair_key, successors, queue):
-        if not first:
-            first.append((next(iter(self.parent)), self))
-        views.setdefault(fp, view)
-        out = edges.setdefault(fp, [])
-
-        def seen():
-            for item in successors:
-                out.append((item[0], item[1]))
-                views.setdefault(item[1], item[2])
-                yield item
-        return merge(self, fp, view, depth, actions, fair_key, seen(), queue)
-    bfs.BreadthFirst.merge = recording
-    try:
-        quietly(["--model-file", model, "--no-pin"], defines)
-    finally:
-        bfs.BreadthFirst.merge = merge
-    initial, search = first[0]
+    """(initial world, world -> [(action key, world)], world -> its view, the search,
+    the properties whose truth makes an action visible)."""
+    initial, edges, views, search = recorded(model, defines)
     props = list(search.state_props) + list(search.quiescent_props)
     return initial, edges, views, search, props
 

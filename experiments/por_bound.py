@@ -33,18 +33,28 @@ from cmc.engine import bfs  # noqa: E402
 def graph(model: str, defines: list[str]) -> tuple[bytes, dict]:
     """The full search's graph: initial world, and world -> [(action key, world)] in
     the order the search took them."""
+    initial, edges, _, _ = recorded(model, defines)
+    return initial, edges
+
+
+def recorded(model: str, defines: list[str]):
+    """The full search's graph as `graph` gives it, with each world's view (what its
+    properties read) and the search itself: (initial, edges, views, search)."""
     edges: dict[bytes, list] = {}
-    first: list[bytes] = []
+    views: dict[bytes, dict] = {}
+    first: list = []
     merge = bfs.BreadthFirst.merge
 
     def recording(self, fp, view, depth, actions, fair_key, successors, queue):
         if not first:
-            first.append(next(iter(self.parent)))
+            first.append((next(iter(self.parent)), self))
+        views.setdefault(fp, view)
         out = edges.setdefault(fp, [])
 
         def seen():
             for item in successors:
                 out.append((item[0], item[1]))
+                views.setdefault(item[1], item[2])
                 yield item
         return merge(self, fp, view, depth, actions, fair_key, seen(), queue)
     bfs.BreadthFirst.merge = recording
@@ -52,7 +62,8 @@ def graph(model: str, defines: list[str]) -> tuple[bytes, dict]:
         quietly(["--model-file", model, "--no-pin"], defines)
     finally:
         bfs.BreadthFirst.merge = merge
-    return first[0], edges
+    initial, search = first[0]
+    return initial, edges, views, search
 
 
 def quietly(argv: list[str], defines: list[str]) -> None:
