@@ -281,6 +281,22 @@ def test_fast_bfs_copies_worlds_instead_of_replaying():
     assert labels(outcome) == [None, "read 0", "read 1", "write 0", "write 1"]
 
 
+def test_fast_bfs_counts_the_worlds_it_relaunches(monkeypatch):
+    """A world found while as many snapshots as the search keeps are alive is not kept:
+    it is replayed from launch when expanded, and counted (`relaunched`, the JSON
+    report's). With the default room, none; keeping none, every world of lost_update's
+    13 but the initial one (whose launch is held), the three without an action too
+    (opened to see that): 12, each a launch."""
+    outcome, _ = run(BreadthFirst, lost_update(), fast=True)
+    assert outcome.stats.relaunched == 0
+    monkeypatch.setattr(BreadthFirst, "room", classmethod(lambda cls, kept, keep: False))
+    toy = lost_update()
+    outcome, _ = run(BreadthFirst, toy, fast=True)
+    assert counts(outcome) == (15, 13, 5)
+    assert outcome.stats.relaunched == 12
+    assert toy.launches == 1 + outcome.stats.relaunched
+
+
 def test_replay_that_reaches_another_world_is_nondeterminism():
     """The engine compares the fingerprint of every replayed world with the recorded
     one: a toy whose `inc` adds the number of launches so far goes from 0 to 1 on the
@@ -515,6 +531,19 @@ def test_simulation_tries_the_timeouts_of_a_world_before_calling_it_quiescent():
 # -- parallel workers (processes) -------------------------------------------------------
 
 PARALLEL = [ParallelBreadthFirst, FastParallelBreadthFirst]
+
+
+def test_fast_workers_count_the_worlds_they_relaunch(monkeypatch):
+    """A worker replays from launch each world it expands without holding a snapshot
+    of it (the initial world at least), and the parent adds up their `relaunched`:
+    with workers that keep none, all 10 of lost_update's worlds with an action."""
+    outcome, _ = run(FastParallelBreadthFirst, lost_update(), workers=2,
+                     worker_model=lambda i: lost_update())
+    assert counts(outcome) == (15, 13, 5) and 1 <= outcome.stats.relaunched <= 10
+    monkeypatch.setattr(BreadthFirst, "room", classmethod(lambda cls, kept, keep: False))
+    outcome, _ = run(FastParallelBreadthFirst, lost_update(), workers=2,
+                     worker_model=lambda i: lost_update())
+    assert counts(outcome) == (15, 13, 5) and outcome.stats.relaunched == 10
 
 
 @pytest.mark.parametrize("search", PARALLEL, ids=["workers", "workers-fast"])

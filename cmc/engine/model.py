@@ -125,6 +125,9 @@ class Stats:
     # --fast: successors taken on a replay because their world could not be copied (or
     # a copy failed), by why (System.not_copied, or what failed)
     replayed: dict[str, int] = field(default_factory=dict)
+    # --fast: worlds replayed from launch to be expanded, no snapshot of them having
+    # been kept (Search.KEEP; docs/design.md, "How many worlds are kept")
+    relaunched: int = 0
     workers: dict | None = None  # --workers/--ray: the workers' accounts (parallel.py)
     # --por: whether the search was reduced (None: --por not asked for; False: the
     # model's properties read transitions, so none was skipped), and the transitions

@@ -430,8 +430,11 @@ class FastHandler:
                 system.close()
         out = []
         try:
-            held = cache.pop(fp, None) or replay(model, keys, fps)[0]
             counted = Stats()
+            held = cache.pop(fp, None)
+            if held is None:
+                counted.relaunched = 1
+                held = replay(model, keys, fps)[0]
             before = held.traits() if self.por else None
             for key, system, (label, fp2, view2, actions2) in steps_by_copy(
                     model, held, keys, fps, action_keys, step, counted):
@@ -445,8 +448,8 @@ class FastHandler:
                 if det:
                     recheck(model, keys, fps, key, label, fp2, view2)
                 out.append(("ok", label, fp2, view2, actions2, counted.copies, kept,
-                            counted.replayed) + touched)
-                counted.copies, counted.replayed = 0, {}
+                            counted.replayed, counted.relaunched) + touched)
+                counted.copies, counted.replayed, counted.relaunched = 0, {}, 0
         except Exception as e:      # noqa: BLE001
             out.append(_carried(e))
         return out
@@ -573,8 +576,9 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
         result = handle.get()
         if result[0] != "ok":
             return result
-        _, label, fp2, view2, actions2, copies, kept, replayed = result[:8]
+        _, label, fp2, view2, actions2, copies, kept, replayed, relaunched = result[:9]
         self.stats.copies += copies
+        self.stats.relaunched += relaunched
         for why, n in replayed.items():
             self.stats.replayed[why] = self.stats.replayed.get(why, 0) + n
         if kept:
@@ -583,4 +587,4 @@ class FastParallelBreadthFirst(ParallelBreadthFirst):
                 self.holder[fp2] = worker       # merge is about to queue it
             else:
                 worker.drop.append(fp2)
-        return result[:5] + result[8:]      # with --por, what the step touched
+        return result[:5] + result[9:]      # with --por, what the step touched

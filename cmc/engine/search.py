@@ -157,6 +157,8 @@ class Search:
         if system is None:
             system = self.snapshots.pop(fp, None)
         if system is None:
+            if self.fast:
+                self.stats.relaunched += 1
             system, _ = replay(self.model, keys, fps)
         try:
             view = system.view()

@@ -61,6 +61,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
     data["depth"] = st.depth
     data["copies"] = st.copies
     data["replayed"] = dict(sorted(st.replayed.items()))
+    data["relaunched"] = st.relaunched
     if st.reduced is not None:
         data["por"] = {"reduced": st.reduced, "skipped": st.slept}
     data["workers"] = st.workers
