@@ -9,18 +9,21 @@ nothing). The default is half of the memory available when cmc starts.
 A process of its own samples both (`python -m cmc.resources`, started by the top cmc
 process and dying with it; a thread would wait for the busy main thread's GIL): every
 0.2 s, or more often where the bound is small (so often that a process filling memory
-at 4 GB/s cannot pass the 10% headroom between two samples, every 10 ms at most), and
+at 4 GB/s cannot pass the 10% headroom between two samples, every 2 ms at most), and
 sooner when the room left would last less than four samples at the rate the sum grows;
-but never sooner than four times what the last sample took, so that the watcher takes
-at most a fifth of a CPU from the run (a tree of hundreds of processes takes tens of
-milliseconds to sample). The resident sizes of the processes are summed first, and
+but, while the room left would last longer than two waits at that rate, never sooner
+than four times what the last sample took, so that the watcher takes at most a fifth
+of a CPU from the run (a tree of hundreds of processes takes tens of milliseconds to
+sample). The resident sizes of the processes are summed first, and
 their proportional set sizes read only when that sum, an upper bound, is near the bound.
-Before the sum passes the bound it stops the run: it writes what grew into a pipe and
-sends cmc SIGUSR2, whose handler raises `MemoryBoundReached` (an engine limit: exit 3)
-wherever the main thread is, and stops (SIGSTOP) every node process, so a node that
-fills memory or a file inside one step grows no further; the usual ending then kills
+Before the sum passes the bound it stops the run: it stops (SIGSTOP) every node
+process first, so a node that fills memory or a file inside one step grows no further,
+then writes what grew into a pipe and sends cmc SIGUSR2, whose handler raises
+`MemoryBoundReached` (an engine limit: exit 3) wherever the main thread is; the usual ending then kills
 every node and removes the scratch directory. Should cmc not end within a few seconds
 (stuck in a call that does not return), the watcher kills the tree's processes itself.
+The watcher runs at a real-time priority where cmc may set one, so that a machine whose
+CPUs are busy does not delay a sample (`_first_to_run`).
 The message names what grew: the largest files by node and name, and the nodes'
 processes by memory.
 
@@ -51,7 +54,7 @@ ROOMY = 0.4            # room for more kept worlds: under this share of the boun
 ROOMY_TASKS = 0.5      # of the machine's pid limit in threads, of cmc's descriptor limit
 ROOMY_EVERY_S = 0.1    # the answer, looked at again after this long
 PERIOD_S = 0.2
-MIN_PERIOD_S = 0.01
+MIN_PERIOD_S = 0.002
 FASTEST = 4 << 30      # bytes a second: about the fastest a process fills memory here
 BUSY = 4               # the watcher waits at least this many times what a sample took
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -317,18 +320,23 @@ class Bound:
                 rate = (usage.total - last[1]) / max(began - last[0], 1e-3)
                 wait = base if rate <= 0 else min(base, room / (4 * rate))
                 # a tree of hundreds of processes takes tens of milliseconds to sample:
-                # the watcher takes at most a fifth of a CPU
-                wait = max(wait, MIN_PERIOD_S, BUSY * (time.monotonic() - began))
+                # the watcher takes at most a fifth of a CPU, but for the last of the room,
+                # which the growth seen would eat in less than twice the wait
+                took = time.monotonic() - began
+                wait = max(wait, BUSY * took)
+                if rate > 0:
+                    wait = min(wait, room / (2 * rate))
+                wait = max(wait, MIN_PERIOD_S)
                 last = (began, usage.total)
                 continue
-            os.write(out, self._message(usage).encode()[:60000])
-            os.kill(top, STOP_SIGNAL)
-            for pid in usage.memory:     # the nodes grow no more while cmc ends
+            for pid in usage.memory:     # first: the nodes grow no more while cmc ends
                 if _owner(pid).startswith("node "):
                     try:
                         os.kill(pid, signal.SIGSTOP)
                     except OSError:
                         pass
+            os.write(out, self._message(usage).encode()[:60000])
+            os.kill(top, STOP_SIGNAL)
             time.sleep(GRACE_S)
             for pid in usage.memory:     # cmc did not end: its processes are killed
                 if pid not in (top, os.getpid()):
@@ -360,7 +368,25 @@ def main(argv: list[str]) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)     # Ctrl-C is cmc's; cmc ends this one
     _die_with(top)
+    _first_to_run()
     Bound(limit, scratch)._watch(top, 1, sample)
+
+
+def _first_to_run() -> None:
+    """Let the watcher run the moment it wakes, ahead of the nodes and of whatever else
+    keeps the machine's CPUs busy: a node filling memory at gigabytes a second while the
+    watcher waits for a CPU would pass the bound (a real-time priority, where cmc may
+    set one: the watcher sleeps far more than it runs, and Linux keeps a share of every
+    second for the rest; else a higher nice priority, else none)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        return
+    except (OSError, AttributeError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
