@@ -19,8 +19,8 @@ their proportional set sizes read only when that sum, an upper bound, is near th
 Before the sum passes the bound it stops the run: it stops (SIGSTOP) every node
 process first, so a node that fills memory or a file inside one step grows no further,
 then writes what grew into a pipe and sends cmc SIGUSR2, whose handler raises
-`MemoryBoundReached` (an engine limit: exit 3) wherever the main thread is; the usual ending then kills
-every node and removes the scratch directory. Should cmc not end within a few seconds
+`MemoryBoundReached` (an engine limit: exit 3) wherever the main thread is; the usual
+ending then kills every node and removes the scratch directory. Should cmc not end within a few seconds
 (stuck in a call that does not return), the watcher kills the tree's processes itself.
 The watcher runs at a real-time priority where cmc may set one, so that a machine whose
 CPUs are busy does not delay a sample (`_first_to_run`).
