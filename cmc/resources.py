@@ -28,7 +28,8 @@ The message names what grew: the largest files by node and name, and the nodes'
 processes by memory.
 
 The run stops at 90% of the bound, so that the growth between two samples does not
-carry it past.
+carry it past, or before, when at the rate the sum grows the room left would be gone
+before the next sample is taken.
 
 The watcher also writes each sample's sum where cmc (and its worker processes) can read
 it: `Bound.room_for_more` tells a breadth-first search whether it may keep more live
@@ -308,7 +309,7 @@ class Bound:
         # the longest wait that the fastest growth cannot turn into more than the
         # headroom (and 0.2 s at most); sooner as the room left shrinks at the rate seen
         base = max(MIN_PERIOD_S, min(PERIOD_S, (1 - HEADROOM) * self.limit / FASTEST))
-        wait, last = 0.0, (time.monotonic(), 0)
+        wait, last = 0.0, None           # the sample before: (when, sum)
         while True:
             time.sleep(wait)
             began = time.monotonic()
@@ -317,7 +318,8 @@ class Bound:
                 os.pwrite(sample, usage.total.to_bytes(8, "little"), 0)
             room = HEADROOM * self.limit - usage.total
             if room > 0:
-                rate = (usage.total - last[1]) / max(began - last[0], 1e-3)
+                rate = 0.0 if last is None else \
+                    (usage.total - last[1]) / max(began - last[0], 1e-3)
                 wait = base if rate <= 0 else min(base, room / (4 * rate))
                 # a tree of hundreds of processes takes tens of milliseconds to sample:
                 # the watcher takes at most a fifth of a CPU, but for the last of the room,
@@ -327,8 +329,11 @@ class Bound:
                 if rate > 0:
                     wait = min(wait, room / (2 * rate))
                 wait = max(wait, MIN_PERIOD_S)
-                last = (began, usage.total)
-                continue
+                # stop now if, at the rate seen, the room would be gone before the next
+                # sample has been taken (a node filling memory at gigabytes a second)
+                if rate <= 0 or rate * (wait + 2 * took) < room:
+                    last = (began, usage.total)
+                    continue
             for pid in usage.memory:     # first: the nodes grow no more while cmc ends
                 if _owner(pid).startswith("node "):
                     try:
