@@ -20,8 +20,9 @@ Before the sum passes the bound it stops the run: it stops (SIGSTOP) every node
 process first, so a node that fills memory or a file inside one step grows no further,
 then writes what grew into a pipe and sends cmc SIGUSR2, whose handler raises
 `MemoryBoundReached` (an engine limit: exit 3) wherever the main thread is; the usual
-ending then kills every node and removes the scratch directory. Should cmc not end within a few seconds
-(stuck in a call that does not return), the watcher kills the tree's processes itself.
+ending then kills every node and removes the scratch directory. Should cmc not end
+within a few seconds (stuck in a call that does not return), the watcher kills the
+tree's processes itself.
 The watcher runs at a real-time priority where cmc may set one, so that a machine whose
 CPUs are busy does not delay a sample (`_first_to_run`).
 The message names what grew: the largest files by node and name, and the nodes'
@@ -230,6 +231,27 @@ class Usage:
         return lines
 
 
+def _next_wait(base: float, room: float, rate: float, took: float) -> float | None:
+    """How long the watcher sleeps before its next sample, with `room` bytes left under
+    the headroom, the sum growing at `rate` bytes a second and the last sample having
+    taken `took` seconds; None: stop the run now."""
+    if room <= 0:
+        return None
+    wait = base if rate <= 0 else min(base, room / (4 * rate))
+    # a tree of hundreds of processes takes tens of milliseconds to sample: the watcher
+    # takes at most a fifth of a CPU, but for the last of the room, which the growth
+    # seen would eat in less than twice the wait
+    wait = max(wait, BUSY * took)
+    if rate > 0:
+        wait = min(wait, room / (2 * rate))
+    wait = max(wait, MIN_PERIOD_S)
+    # at the rate seen, the room would be gone before the next sample has been taken (a
+    # node filling memory at gigabytes a second): stop now
+    if rate > 0 and rate * (wait + 2 * took) >= room:
+        return None
+    return wait
+
+
 # -- the bound ---------------------------------------------------------------------------
 class Bound:
     """Samples the run's usage in a process of its own and stops the run before it
@@ -317,23 +339,12 @@ class Bound:
             if sample >= 0:
                 os.pwrite(sample, usage.total.to_bytes(8, "little"), 0)
             room = HEADROOM * self.limit - usage.total
-            if room > 0:
-                rate = 0.0 if last is None else \
-                    (usage.total - last[1]) / max(began - last[0], 1e-3)
-                wait = base if rate <= 0 else min(base, room / (4 * rate))
-                # a tree of hundreds of processes takes tens of milliseconds to sample:
-                # the watcher takes at most a fifth of a CPU, but for the last of the room,
-                # which the growth seen would eat in less than twice the wait
-                took = time.monotonic() - began
-                wait = max(wait, BUSY * took)
-                if rate > 0:
-                    wait = min(wait, room / (2 * rate))
-                wait = max(wait, MIN_PERIOD_S)
-                # stop now if, at the rate seen, the room would be gone before the next
-                # sample has been taken (a node filling memory at gigabytes a second)
-                if rate <= 0 or rate * (wait + 2 * took) < room:
-                    last = (began, usage.total)
-                    continue
+            rate = 0.0 if last is None else \
+                (usage.total - last[1]) / max(began - last[0], 1e-3)
+            wait = _next_wait(base, room, rate, time.monotonic() - began)
+            if wait is not None:
+                last = (began, usage.total)
+                continue
             for pid in usage.memory:     # first: the nodes grow no more while cmc ends
                 if _owner(pid).startswith("node "):
                     try:

@@ -201,3 +201,18 @@ def test_a_sample_far_from_the_bound_reads_no_proportional_sizes():
         for pid in Usage(p.pid, None, under=1 << 50).memory:
             os.kill(pid, 9)
         p.wait()
+
+
+def test_the_watcher_waits_by_the_room_and_the_rate():
+    """cmc/resources.py, _next_wait: 7.3 ms (a 300 MB bound's base) while nothing grows,
+    four times a slow sample far from the bound, sooner as fast growth eats the room, and
+    a stop before the room would be gone by the next sample; none once it is gone."""
+    from cmc.resources import _next_wait
+    base = 0.1 * 300 * MB / (4 << 30)
+    assert _next_wait(base, 200 * MB, 0.0, 0.001) == base
+    assert _next_wait(base, 200 * MB, 0.0, 0.05) == 0.2              # BUSY: 4 x 50 ms
+    assert abs(_next_wait(base, 200 * MB, 1000 * MB, 0.02) - 0.08) < 1e-9   # BUSY still
+    assert _next_wait(base, 200 * MB, 1000 * MB, 0.05) is None      # 0.1 s + 2 samples: gone
+    assert _next_wait(base, 20 * MB, 1000 * MB, 0.001) == 0.005     # a quarter of it
+    assert _next_wait(base, 10 * MB, 3000 * MB, 0.002) is None      # gone by the next one
+    assert _next_wait(base, 0, 0.0, 0.001) is None

@@ -15,7 +15,7 @@ from ..linux import procfs
 from ..linux.abi import AT_FDCWD, VFD_BASE
 from .answer import CONTINUE, Err, Ret
 from ..world.disk import Write, file_id, in_another_world, reached_another_world
-from .handler import fd_arg, handles, unsupported
+from .handler import fd_arg, handles, signed64, unsupported
 from . import shm
 from .sockets import get_sock
 from ..linux.syscalls_x86_64 import NAME, NR
@@ -293,11 +293,6 @@ def _removed(call, paths: list) -> bytes | None:
     return None
 
 
-def _loff(v: int) -> int:
-    """An loff_t argument (64 bits, signed)."""
-    return v - (1 << 64) if v & (1 << 63) else v
-
-
 @handles("fallocate")
 def sys_fallocate(call):
     """Of a file of the node's directory: answered by cmc, which grows the file (mode
@@ -309,7 +304,7 @@ def sys_fallocate(call):
     found, answer = _file_of_call(call, errno.ENODEV)
     if answer is not None:
         return answer
-    mode, offset, length = args[1] & 0xFFFFFFFF, _loff(args[2]), _loff(args[3])
+    mode, offset, length = args[1] & 0xFFFFFFFF, signed64(args[2]), signed64(args[3])
     if offset < 0 or length <= 0:
         return Err(errno.EINVAL)
     if mode & ~FALLOC_FL_KEEP_SIZE:

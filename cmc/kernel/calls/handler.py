@@ -91,6 +91,12 @@ def signed(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
 
+def signed64(v: int) -> int:
+    """An argument as a 64-bit signed integer (loff_t, long)."""
+    v &= 0xFFFFFFFFFFFFFFFF
+    return v - (1 << 64) if v & (1 << 63) else v
+
+
 def fd_arg(v: int) -> int:
     return signed(v)
 
