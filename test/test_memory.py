@@ -17,7 +17,7 @@ import time
 import pytest
 
 from cmc.engine.search import Search
-from cmc.resources import Bound, Usage, pss
+from cmc.resources import Bound, Usage, _next_wait, pss
 from conftest import PROGS, ROOT, TEST_MODELS, counts
 
 MB = 1 << 20
@@ -207,7 +207,6 @@ def test_the_watcher_waits_by_the_room_and_the_rate():
     """cmc/resources.py, _next_wait: 7.3 ms (a 300 MB bound's base) while nothing grows,
     four times a slow sample far from the bound, sooner as fast growth eats the room, and
     a stop before the room would be gone by the next sample; none once it is gone."""
-    from cmc.resources import _next_wait
     base = 0.1 * 300 * MB / (4 << 30)
     assert _next_wait(base, 200 * MB, 0.0, 0.001) == base
     assert _next_wait(base, 200 * MB, 0.0, 0.05) == 0.2              # BUSY: 4 x 50 ms
