@@ -206,7 +206,8 @@ class Usage:
         self.scratch = sum(sum(v) for v in self.files.values())
         self.memory = {pid: rss(pid) for pid in pids}
         self.total = sum(self.memory.values()) + self.scratch
-        if self.total >= under:
+        self.proportional = self.total >= under
+        if self.proportional:
             self.memory = {pid: pss(pid) for pid in pids}
             self.total = sum(self.memory.values()) + self.scratch
 
@@ -332,10 +333,11 @@ class Bound:
         # headroom (and 0.2 s at most); sooner as the room left shrinks at the rate seen
         base = max(MIN_PERIOD_S, min(PERIOD_S, (1 - HEADROOM) * self.limit / FASTEST))
         wait, last = 0.0, None           # the sample before: (when, sum)
+        under = HEADROOM * self.limit    # resident sizes summed below it, else proportional
         while True:
             time.sleep(wait)
             began = time.monotonic()
-            usage = Usage(top, self.scratch, under=HEADROOM * self.limit)
+            usage = Usage(top, self.scratch, under=under)
             if sample >= 0:
                 os.pwrite(sample, usage.total.to_bytes(8, "little"), 0)
             room = HEADROOM * self.limit - usage.total
@@ -344,6 +346,12 @@ class Bound:
             wait = _next_wait(base, room, rate, time.monotonic() - began)
             if wait is not None:
                 last = (began, usage.total)
+                continue
+            if not usage.proportional:
+                # a sum of resident sizes counts a page shared by a hundred copies of a
+                # node a hundred times, and grows by a whole process at each fork: only
+                # proportional sizes, from now on, and their own rate, may stop the run
+                under, wait, last = 0.0, 0.0, None
                 continue
             for pid in usage.memory:     # first: the nodes grow no more while cmc ends
                 if _owner(pid).startswith("node "):

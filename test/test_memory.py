@@ -18,7 +18,7 @@ import pytest
 
 from cmc.engine.search import Search
 from cmc.resources import Bound, Usage, _next_wait, pss
-from conftest import PROGS, ROOT, TEST_MODELS, counts
+from conftest import PROGS, ROOT, TEST_MODELS, counts, run_cmc
 
 MB = 1 << 20
 
@@ -90,9 +90,10 @@ def prealloc_model(tmp_path, mb: int = 64):
 @pytest.mark.parametrize("fast", ["--fast", pytest.param("--no-fast", marks=pytest.mark.slow)])
 def test_a_thousand_worlds_of_preallocated_files_cost_what_was_written(tmp_path, fast):
     """Two 64 MB files (one fallocated, one written with zeros) and 32-byte records:
-    over a thousand worlds, cmc and its nodes and its scratch take less than 100 MB
+    over a thousand worlds, cmc and its nodes and its scratch take less than 120 MB
     once the launch's written zeros have become holes (a copy of each world's files
-    would be 128 MB a world); the fallocated file never takes its 64 MB (cmc answers
+    would be 128 MB a world; cmc, its watcher and 256 held copies of the node take
+    80-90 MB, more when the machine is loaded); the fallocated file never takes its 64 MB (cmc answers
     fallocate without reserving), so the launch itself is its 64 MB of written zeros
     and no more. Replayed (--no-fast), every world is a launch again, one at a time."""
     samples: list = []
@@ -106,7 +107,7 @@ def test_a_thousand_worlds_of_preallocated_files_cost_what_was_written(tmp_path,
         big = next((i for i, (_, s) in enumerate(samples) if s > 48 * MB), 0)
         after = next((i for i in range(big, len(samples)) if samples[i][1] < 16 * MB), 0)
         rest = max(m + s for m, s in samples[after:])
-        assert rest < 100 * MB, f"after the launch: {rest / MB:.1f} MB"
+        assert rest < 120 * MB, f"after the launch: {rest / MB:.1f} MB"
 
 
 def test_the_bound_stops_a_node_that_fills_a_file(tmp_path):
@@ -132,6 +133,18 @@ def test_the_bound_stops_a_node_that_fills_memory(tmp_path):
     assert "--max-memory 300.0 MB" in r.stdout
     assert "  node f: " in r.stdout and " of memory in 1 process" in r.stdout
     assert peak < 300 * MB, f"peak {peak / MB:.1f} MB"
+
+
+def test_copies_of_a_python_node_are_counted_once_by_the_bound(tmp_path):
+    """Three Python nodes held in up to 256 worlds each: their resident sizes sum to
+    gigabytes (a fork adds a whole interpreter's worth to that sum, at gigabytes a
+    second), their proportional sizes to a few hundred MB. Only the latter may stop
+    the run: CI once saw a 3 GB bound stop such a run after a second, when the
+    watcher foresaw the resident sum passing it."""
+    r = run_cmc("maelstrom", "lin-kv", "--bin", f"python3 {ROOT}/demo/maelstrom/lin_kv.py",
+                "--max-memory", "1G", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert counts(r.stdout) == (303, 252, 12)
 
 
 def test_max_memory_and_scratch_are_checked(tmp_path):
