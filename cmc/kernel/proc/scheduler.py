@@ -109,17 +109,17 @@ class Scheduler(Tasks):
         self._deadline = time.monotonic() + self.node.cluster.watchdog_s
         self._starving = None                # (CPU seconds, extensions) at the deadline
         self.node.own()                      # a process lent to other worlds is forked first
-        while True:
-            if not self.alive:
-                return
-            if outcome is not None and not self._resume(*outcome):
-                return
-            self._last = outcome[0] if outcome is not None else None
-            if not self._gather():
-                return
-            outcome = self._runnable(self._last)
-            if outcome is None:
-                return
+        try:
+            while self.alive and (outcome is None or self._resume(*outcome)):
+                self._last = outcome[0] if outcome is not None else None
+                if not self._gather():
+                    return
+                outcome = self._runnable(self._last)
+                if outcome is None:
+                    return
+        finally:
+            if self.groups or self.pgid != self.pid:
+                self.prune_groups()          # quiescent or gone: no empty group is kept
 
     def _resume(self, thread: Thread, result) -> bool:
         """Answer thread's held call: it runs. False: the process is gone."""

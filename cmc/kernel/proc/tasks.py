@@ -37,6 +37,8 @@ record's; `let_go`, when the record gives them up to the worlds still using them
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import os
 import select
@@ -406,6 +408,17 @@ class Tasks:
         self.reapable = [pid for pid in self.reapable if not _reaped(pid)]
         return self.reapable
 
+    def prune_groups(self) -> None:
+        """Forget the node's process groups no process is in any more: a group's id
+        is a pid, Linux's to give again once the group is empty, and a kill of it
+        later (a CRASH, the end of a world held for minutes, the guard at cmc's end)
+        would kill another world's node (a daemon's worlds differed so under load).
+        Only where the node is quiescent: a setsid answered may not have run yet."""
+        for group in [g for g in (self.pgid, *self.groups) if g and not _group_alive(g)]:
+            _native.guard_forget(group)
+            self.pgid = 0 if group == self.pgid else self.pgid
+            self.groups.discard(group)
+
     def kill(self) -> None:
         """SIGKILL every process of the node (a CRASH, or cleanup) and reap them:
         whole, an interrupt waits until it is done (cmc/interrupts.py)."""
@@ -422,10 +435,15 @@ class Tasks:
             _native.guard_watch(pgid)
 
     def send_kill(self) -> None:
-        """SIGKILL the node's process groups and every process of it cmc knows,
-        without waiting for their end."""
+        """SIGKILL the node's process groups (those a process of it is in: another's
+        may have the id of one emptied, prune_groups) and every process of it cmc
+        knows, without waiting for their end."""
+        mine = set()
+        for pid in self.procs:
+            with contextlib.suppress(OSError):
+                mine.add(os.getpgid(pid))
         for group in [self.pgid, *sorted(self.groups)]:
-            if not group:
+            if not group or group not in mine:
                 continue
             try:
                 os.killpg(group, signal.SIGKILL)
@@ -559,6 +577,15 @@ class Tasks:
             return False                  # a process of a copy
         tgid, ppid = _ids(tid)
         return tgid in self.procs if tgid != tid else ppid in self.procs
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process (a zombie too) is in process group pgid."""
+    try:
+        os.killpg(pgid, 0)
+    except OSError as e:
+        return e.errno != errno.ESRCH      # EPERM: someone's
+    return True
+
 
 def _past_fork(pid: int, tid: int) -> bool:
     """Whether thread tid has returned from its fork and sleeps natively (a parent in
