@@ -93,9 +93,9 @@ def test_a_thousand_worlds_of_preallocated_files_cost_what_was_written(tmp_path,
     over a thousand worlds, cmc and its nodes and its scratch take less than 120 MB
     once the launch's written zeros have become holes (a copy of each world's files
     would be 128 MB a world; cmc, its watcher and 256 held copies of the node take
-    80-90 MB, more when the machine is loaded); the fallocated file never takes its 64 MB (cmc answers
-    fallocate without reserving), so the launch itself is its 64 MB of written zeros
-    and no more. Replayed (--no-fast), every world is a launch again, one at a time."""
+    80-97 MB, more when the machine is loaded); the fallocated file never takes its
+    64 MB (cmc answers fallocate without reserving), so the launch itself is its 64 MB
+    of written zeros and no more. Replayed (--no-fast), every world is a launch again, one at a time."""
     samples: list = []
     r, peak = measured_run(tmp_path, "--model-file", prealloc_model(tmp_path), fast,
                            samples=samples)

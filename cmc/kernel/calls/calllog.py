@@ -12,6 +12,7 @@ import errno as errno_mod
 from ptrace.syscall.prototypes import SYSCALL_PROTOTYPES
 
 from .answer import ANSWERED, CONTINUE, Err, Ret
+from .handler import signed, signed64
 from ..world.net import quote
 from ..linux.syscalls_x86_64 import NAME
 
@@ -19,11 +20,9 @@ from ..linux.syscalls_x86_64 import NAME
 def _arg(ctype: str, value: int) -> str:
     if "*" in ctype or ctype in ("caddr_t",):
         return "NULL" if value == 0 else hex(value)
-    v = value & 0xFFFFFFFFFFFFFFFF
     if ctype in ("int", "unsigned", "unsigned int", "clockid_t", "pid_t"):
-        v &= 0xFFFFFFFF
-        return str(v - (1 << 32) if v & 0x80000000 else v)
-    return str(v - (1 << 64) if v & (1 << 63) else v)
+        return str(signed(value))
+    return str(signed64(value))
 
 
 def render(nr: int, args, result, data: bytes | None = None) -> str:

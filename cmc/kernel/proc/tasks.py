@@ -409,14 +409,13 @@ class Tasks:
         return self.reapable
 
     def prune_groups(self) -> None:
-        """Forget the node's process groups no process is in any more: a group's id
-        is a pid, Linux's to give again once the group is empty, and a kill of it
-        later (a CRASH, the end of a world held for minutes, the guard at cmc's end)
-        would kill another world's node (a daemon's worlds differed so under load).
-        Only where the node is quiescent: a setsid answered may not have run yet."""
+        """Forget the node's empty process groups (an id is a pid, given again once
+        its group is empty: a CRASH, a held world's end or the guard would kill another's),
+        where the node is quiescent only: a setsid answered may not have run yet."""
         for group in [g for g in (self.pgid, *self.groups) if g and not _group_alive(g)]:
             _native.guard_forget(group)
-            self.pgid = 0 if group == self.pgid else self.pgid
+            if group == self.pgid:
+                self.pgid = 0
             self.groups.discard(group)
 
     def kill(self) -> None:
@@ -577,6 +576,7 @@ class Tasks:
             return False                  # a process of a copy
         tgid, ppid = _ids(tid)
         return tgid in self.procs if tgid != tid else ppid in self.procs
+
 
 def _group_alive(pgid: int) -> bool:
     """Whether a process (a zombie too) is in process group pgid."""
