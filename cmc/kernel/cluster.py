@@ -21,6 +21,7 @@ from ..errors import EngineError
 from ..interrupts import interrupts_held
 from .calls import shm
 from .calls.dispatch import dispatch
+from .calls.quiet import shows
 from .calls.sockets import close_vfd
 from .proc.fork import drop_root, fork_world, hold_root
 from .proc.node import Node
@@ -413,11 +414,11 @@ class Cluster:
         changed nothing another node or a property sees: folded); False when it
         stopped, and this world is spoilt (the caller throws it away)."""
         node = self.nodes[action.node]
-        node.tasks.pausing = True
+        node.tasks.pausing = shows
         try:
             self._fire(action)
         finally:
-            node.tasks.pausing = False
+            node.tasks.pausing = None
         if node.tasks.paused is not None:
             return False
         self.net.collect()

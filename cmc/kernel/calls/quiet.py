@@ -58,3 +58,9 @@ def _inner(pid: int, fd: int) -> bool:
     except OSError:
         return False
     return target.startswith("pipe:") or target in ("anon_inode:[eventfd]", "/dev/null")
+
+
+def shows(t) -> bool:
+    """Whether thread t's held call is visible (Tasks.pausing of a FIRE tried for
+    folding: Cluster.fold)."""
+    return visible(t.notif, t.proc.pid, t.proc.node.stdio)

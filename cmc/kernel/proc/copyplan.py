@@ -225,13 +225,14 @@ def move_home(node, address: int | None, proc=None) -> None:
 
 
 def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
-                shared: dict | None = None) -> None:
+                shared: dict | None = None, waited: bool = True) -> None:
     """Give the copy its own open file descriptions, held call pending: files opened
     again, pipes and eventfds made anew with what they hold (read from the original,
     process `original`), epoll instances made anew watching those. In a copy of a
     process tree: `proc`, the copied process (else the node's one), and `shared`, what
     its processes share (tree_plan's keys -> cmc's descriptor), kept by the caller,
-    who closes them."""
+    who closes them. `waited`: False when no epoll instance of the original was ever
+    waited on (a zygote's): each has every event it was given still to report."""
     nid = next(t for t in node.tasks.threads.values()
                if proc is None or t.proc is proc).notif.id   # any thread's: one fd table
     listener = node.tasks.listener
@@ -305,7 +306,7 @@ def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
                     # An edge-triggered entry reports what is ready once, when added:
                     # the original's did long ago. Taken here, so that the copy's
                     # instance has an event to report only if the original's has.
-                    if targets:
+                    if targets and waited:
                         ep.poll(0, len(targets))
                     theirs = _native.getfd(original, fd)
                     try:

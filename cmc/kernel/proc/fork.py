@@ -158,8 +158,9 @@ class Roots:
     """Where a world's copies of node directories go: `make()` gives a new root,
     as long as every other (the run's ClusterModel.new_root)."""
 
-    def __init__(self, make):
+    def __init__(self, make, zygotes=None):
         self.make = make
+        self.zygotes = zygotes           # the run's (zygote.Zygotes), when it keeps them
 
 
 def hold_root(root: str | None) -> None:
@@ -286,6 +287,13 @@ class Lease:
         if self.is_tree:
             self._fork_tree(node, cwd)
             return
+        self.fork_into(node, cwd)
+
+    def fork_into(self, node, cwd: str, waited: bool = True) -> None:
+        """The one process of the lease forked, working in `cwd`, as node's: node's
+        record (a copy of the lease's) then names the copy's threads, each held in its
+        call made again; the copy has descriptors and a HOME of its own (`waited`:
+        replace_fds')."""
         held = self.held
         threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
         plan, home = self.plan
@@ -308,7 +316,7 @@ class Lease:
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
-        replace_fds(node, plan, self.cwd, self.pid)
+        replace_fds(node, plan, self.cwd, self.pid, waited=waited)
         move_home(node, home)
 
     def _fork_tree(self, node, cwd: str) -> None:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 
-from ...errors import TargetError, UnsupportedMachine
+from ...errors import EngineError, NotForkable, TargetError, UnsupportedMachine
 from ...interrupts import interrupts_held
 from ..linux import _native
 from ..linux.abi import VFD_BASE
@@ -21,6 +21,7 @@ from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .scheduler import COUNTERS, Scheduler
 from .tap import Tap
+from .zygote import go_on, last_index, zygote_stop
 
 # CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s
 # (docs/target-contract.md, "Time").
@@ -115,6 +116,12 @@ class Node:
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
         self.own()                       # its directory, when it is another world's too
+        roots = getattr(self.cluster, "roots", None)
+        zygotes = roots.zygotes if roots is not None else None
+        key = zygotes.key(self) if zygotes is not None else None
+        if zygotes is not None and zygotes.find(key) is not None \
+                and self._start_from(zygotes, key):
+            return                       # the start this key makes, run once (zygote.py)
         self._reset_incarnation()
         out = self.cluster.output_path(self)
         null_in, null_out = _devnull()
@@ -149,8 +156,37 @@ class Node:
         if self.stdio:
             self.cluster.open_stdio(self)
         COUNTERS["launches"] += 1
-        self.tasks.run(None)  # answers the first execve: only then may keepalive go
+        if zygotes is not None and zygotes.wanted(key):
+            self.tasks.pausing = zygote_stop    # at the end of its start: kept (zygote.py)
+        try:
+            self.tasks.run(None)  # answers the first execve: only then may keepalive go
+        finally:
+            self.tasks.pausing = None
         del keepalive
+        paused, self.tasks.paused = self.tasks.paused, None
+        if paused is None:
+            return
+        if zygotes.make(self, key, last_index(self.tasks)) is None:
+            go_on(self.tasks, last_index(self.tasks))
+        elif not self._start_from(zygotes, key):
+            for stream in (".stdout", ".stderr"):   # its start's output: printed again
+                os.truncate(out + stream, 0)
+            self.launch()
+
+    def _start_from(self, zygotes, key: tuple) -> bool:
+        """This incarnation forked from the zygote of `key`, and on; False when the
+        fork fails (the key is launched from then on: Zygotes.drop)."""
+        zygote = zygotes.kept[key]
+        try:
+            zygote.start(self)
+        except (NotForkable, EngineError) as e:
+            zygotes.drop(key, str(e))
+            if self.tasks.alive:
+                self.kill()
+            return False
+        COUNTERS["zygote starts"] += 1
+        go_on(self.tasks, zygote.last)
+        return True
 
     @property
     def alive(self) -> bool:

@@ -44,7 +44,6 @@ from ..calls.calllog import render
 from ..linux import _native, procfs
 from ..linux.procfs import task_children, task_cpu, task_ids, task_state
 from ..calls.handler import fd_arg, signed
-from ..calls.quiet import visible
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
 from ...errors import NotForkable
@@ -62,7 +61,7 @@ VFORKS = frozenset((NR["vfork"], NR["clone"], NR["clone3"]))
 WAITS_FOR_CHILD = frozenset((NR["wait4"], NR["waitid"]))
 
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
-COUNTERS = {"launches": 0, "notifications": 0}
+COUNTERS = {"launches": 0, "notifications": 0, "zygote starts": 0}
 
 
 WALL, WCLONE, WEXITED = 0x40000000, 0x80000000, 4
@@ -319,7 +318,7 @@ class Scheduler(Tasks):
         as t.block, with the clock it blocked at). None: a FIRE tried for folding
         (`pausing`, time virtual) met a call that shows (calls/quiet.py) and stopped
         before answering it; the world is spoilt and its owner throws it away."""
-        if self.pausing and visible(t.notif, t.proc.pid, t.proc.node.stdio):
+        if self.pausing is not None and self.pausing(t):
             self.paused = t
             return None
         result = self.node.cluster.dispatch(t.proc, t.notif)

@@ -1,0 +1,296 @@
+"""Zygotes: a node's start, run once and copied at every later launch with the same
+inputs (docs/design.md, "Zygotes: a start run once").
+
+A launched program first starts up (its runtime, its threads, its configuration) and
+only then touches the world: its network, the names of shared memory, the state
+channels. What it did up to there depends on nothing but what it was started with: its
+node and incarnation (its environment, AT_RANDOM and random stream), its clock, and its
+directory. With copying on (`--fast`), the launch stops at the first call outside the
+start (`starts_up` is False), and the node as it is there -- its processes held, cmc's
+record of them -- is kept as a *zygote*: a Lease (fork.py) that no world ever runs. The
+launch then goes on in a fork of it, and every later launch with the same inputs
+(`key`) is a fork of it too, in its own world's directory, with a copy of the record.
+
+A zygote is made only where that is faithful: not under time virtual (the clock is the
+cluster's), --det's second launch, a Maelstrom node, `machine pids private`, while calls
+are recorded, nor when the start changed the node's directory or left a process, a
+thread not held or a descriptor a fork cannot copy (`Zygotes.make` then remembers the
+key as one to launch).
+"""
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter, OrderedDict
+
+import xxhash
+
+from ...errors import NotForkable
+from ..linux import _native
+from ..linux.abi import CLONE_THREAD, VFD_BASE
+from ..linux.syscalls_x86_64 import NR
+from ..world.content import _data_ranges
+from .copyplan import fd_plan, home_address
+from .fork import Lease, _BY_IDENTITY, ForkFailed, load_record, save_record
+
+# Calls a start makes that act on nothing but the incarnation's own record: its threads
+# and their signal state, its clocks and sleeps, its random stream, its limits, the
+# machine's description, its own new sockets and epoll instances.
+_ALWAYS = frozenset(NR[n] for n in (
+    "futex", "rt_sigprocmask", "rt_sigaction", "sigaltstack", "sched_getaffinity",
+    "sched_yield", "getrlimit", "setrlimit", "prlimit64", "getrandom", "clock_gettime",
+    "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep", "getpid",
+    "getppid", "gettid", "uname", "sysinfo", "getcpu", "epoll_create", "epoll_create1",
+    "socket", "execve", "exit"))
+# ... and on a descriptor: one of its own sockets while it is bound to nothing (or a
+# real one: bind of an AF_UNIX or netlink socket runs natively), or an epoll instance
+_ON_OWN_FD = frozenset(NR[n] for n in (
+    "setsockopt", "getsockopt", "getsockname", "fcntl", "ioctl", "close"))
+_OPENS = {NR["open"]: 0, NR["openat"]: 1}
+
+# A directory holding more data than this is not read to make a key (directory_digest)
+DIGEST_MAX = 16 << 20
+# A node whose start could not be kept this often is launched from then on
+REFUSALS = 3
+# How many zygotes are kept at a time (each is a program held, with its memory)
+KEPT = 16
+
+
+def starts_up(t) -> bool:
+    """Whether thread t's held call may be part of a start kept as a zygote."""
+    nr, args, proc = t.notif.nr, t.notif.args, t.proc
+    if nr in _ALWAYS:
+        return True
+    if nr in (NR["clone"], NR["clone3"]):
+        flags = args[0]
+        if nr == NR["clone3"]:
+            raw = proc.read(args[0], 8)
+            flags = int.from_bytes(raw, "little") if raw else 0
+        return bool(flags & CLONE_THREAD)
+    if nr in _OPENS:                     # a limit, the random stream: not /dev/shm
+        path = proc.read_cstr(args[_OPENS[nr]])
+        return path is not None and b"/dev/shm" not in path
+    if nr == NR["bind"]:
+        return _fd(args[0]) < VFD_BASE
+    if nr == NR["epoll_ctl"]:
+        return _fd(args[0]) in proc.epolls and _own(proc, _fd(args[2]))
+    if nr in _ON_OWN_FD:
+        return _own(proc, _fd(args[0]))
+    return False
+
+
+def zygote_stop(t) -> bool:
+    """Tasks.pausing while a zygote's start runs: stop at the first call outside it."""
+    return not starts_up(t)
+
+
+def last_index(tasks) -> int | None:
+    """The index of the thread a paused run answered last (Scheduler._last)."""
+    last = getattr(tasks, "_last", None)
+    return last.index if last is not None else None
+
+
+def go_on(tasks, index: int | None) -> None:
+    """Go on with a run stopped by `pausing` as if it had not stopped: the same
+    choice of the next thread (Scheduler._runnable) from the thread answered last
+    (its index)."""
+    last = next((t for t in tasks.threads.values() if t.index == index), None)
+    outcome = tasks._runnable(last)
+    if outcome is not None:
+        tasks.run(outcome)
+
+
+def _fd(arg: int) -> int:
+    return arg & 0xFFFFFFFF if arg & 0x80000000 == 0 else -1
+
+
+def _own(proc, fd: int) -> bool:
+    """A virtual descriptor the start may use: an epoll instance, or a socket that is
+    bound, listening and connected to nothing (the network knows nothing of it)."""
+    if fd in proc.epolls:
+        return True
+    sock = proc.fds.get(fd)
+    return (sock is not None and getattr(sock, "local", 1) is None and sock.conn is None
+            and not sock.listening and not sock.connecting)
+
+
+def directory_digest(cwd: str) -> bytes | None:
+    """What a node's directory holds: names, kinds, modes, sizes and contents (the
+    data of sparse files only), not times; None when it holds more than DIGEST_MAX
+    bytes of data (reading it at every launch would cost more than a start)."""
+    h = xxhash.xxh3_128()
+    left = DIGEST_MAX
+    for folder, dirs, files in os.walk(cwd):
+        dirs.sort()
+        for name in [""] + sorted(files) + dirs:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            h.update(f"{os.path.relpath(path, cwd)}\0{st.st_mode:o}\0{st.st_size}\0".encode())
+            if stat.S_ISLNK(st.st_mode):
+                h.update(os.fsencode(os.readlink(path)))
+            elif stat.S_ISREG(st.st_mode) and st.st_size:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+                try:
+                    for start, end in _data_ranges(fd, st.st_size):
+                        left -= end - start
+                        if left < 0:
+                            return None
+                        h.update(start.to_bytes(8, "little"))
+                        h.update(os.pread(fd, end - start, start))
+                finally:
+                    os.close(fd)
+    return h.digest()
+
+
+class Zygote:
+    """A node's start kept (`lease`, its processes held where the start ended), with
+    cmc's record of the incarnation there (`saved`, the node and its world by
+    reference) and the thread that was to go on (`last`)."""
+
+    def __init__(self, node, last: int | None, plan):
+        tasks = node.tasks
+        self.lease = Lease(node)
+        self.lease.plan = plan
+        self.lease.users = 1              # never the last user: never run as it is
+        tasks.unwatch()
+        self.last = last
+        self.elapsed_ns = node.elapsed_ns
+        fields = {k: getattr(node, k) for k in _INCARNATION}
+        parts = _world_parts(node)
+        data, refs = save_record(fields, parts)
+        # the world's parts by their place in _world_parts: the world it starts in has
+        # its own (the world it was made in is not kept alive by it)
+        self.slots = {key: i for key, obj in refs.items()
+                      for i, part in enumerate(parts) if obj is part}
+        self.saved = (data, {key: obj for key, obj in refs.items() if key not in self.slots})
+
+    def start(self, node) -> None:
+        """node's new incarnation from a fork of the zygote, in node's directory."""
+        data, refs = self.saved
+        ours = _world_parts(node)
+        refs = dict(refs)
+        refs.update((key, ours[i]) for key, i in self.slots.items())
+        fields = load_record((data, refs))
+        for k, v in fields.items():
+            setattr(node, k, v)
+        node.elapsed_ns = self.elapsed_ns
+        self.lease.fork_into(node, node.cwd, waited=False)
+        # its stdout and stderr: this incarnation's files, as a launch's
+        out = node.cluster.output_path(node)
+        held = next(iter(node.tasks.threads.values())).notif.id
+        for fd, stream in ((1, ".stdout"), (2, ".stderr")):
+            src = os.open(out + stream, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                          0o644)
+            try:
+                _native.place_fd(node.tasks.listener, held, src, fd, False)
+            finally:
+                os.close(src)
+
+    def end(self) -> None:
+        lease, self.lease = self.lease, None
+        if lease is not None and lease.pids:
+            lease.template = True
+            lease.users = 0
+            lease.retire()
+
+
+# what a node's incarnation is (Node._reset_incarnation) and the world parts it refers to
+_INCARNATION = ("volatile", "volatile_emitted", "bufs", "tasks", "next_ino", "spin",
+                "random_offset", "exec_count")
+
+
+def _world_parts(node) -> list:
+    cluster = node.cluster
+    return [node, cluster, cluster.spec, cluster.net, node.disk]
+
+
+class Zygotes:
+    """The zygotes of a run's worlds (kept with its Roots, which every copy of a
+    world shares): key -> Zygote, or None for a key whose start cannot be kept, the
+    most recently used last. A key's start is kept the second time it is launched
+    (one launched once would cost a fork more), and at most KEPT at a time."""
+
+    def __init__(self):
+        self.kept: OrderedDict[tuple, Zygote | None] = OrderedDict()
+        self.seen: set[tuple] = set()
+        self.declined: Counter[str] = Counter()    # why a start was not kept
+        self.refused: Counter[int] = Counter()     # node index -> starts not kept
+
+    def key(self, node) -> tuple | None:
+        """What a start depends on, or None for a node whose start is not kept."""
+        cluster = node.cluster
+        if (cluster.virtual or cluster.shift or cluster.recording or node.stdio
+                or cluster.spec.private_pids):
+            return None
+        if self.refused[node.index] >= REFUSALS:
+            return None
+        digest = directory_digest(node.cwd)
+        if digest is None:
+            self.refused[node.index] = REFUSALS
+            return None
+        return (node.index, node.incarnation, node.elapsed_ns, digest)
+
+    def find(self, key: tuple | None) -> Zygote | None:
+        if key is None or self.kept.get(key) is None:
+            return None
+        self.kept.move_to_end(key)
+        return self.kept[key]
+
+    def wanted(self, key: tuple | None) -> bool:
+        """Whether the launch of key, which has no zygote, should stop to keep one."""
+        if key is None or key in self.kept:
+            return False
+        if key not in self.seen:
+            self.seen.add(key)
+            return False
+        return True
+
+    def make(self, node, key: tuple, last) -> Zygote | None:
+        """The node, stopped at the end of its start, kept as the zygote of `key`; None
+        (remembered) where it cannot be. The node's processes are the zygote's then."""
+        tasks = node.tasks
+        why = None
+        if directory_digest(node.cwd) != key[3]:
+            why = "its start changed its directory"
+        elif len(tasks.procs) != 1 or tasks.reapable or tasks.groups or tasks.clones \
+                or tasks.forking is not None or tasks.pgid != tasks.pid:
+            why = "its start made a process"
+        elif any(t.notif is None for t in tasks.threads.values()):
+            why = "a thread of its start is not held"
+        plan = None
+        if why is None:
+            try:
+                plan = (fd_plan(node), home_address(node))
+            except NotForkable as e:
+                why = str(e)
+        if why is not None:
+            self.kept[key] = None
+            self.declined[why] += 1
+            self.refused[key[0]] += 1
+            return None
+        live = [k for k, z in self.kept.items() if z is not None]
+        if len(live) >= KEPT:
+            self.kept.pop(live[0]).end()        # the least recently used
+        z = Zygote(node, last, plan)
+        self.kept[key] = z
+        return z
+
+    def drop(self, key: tuple, why: str) -> None:
+        """The zygote of key could not be forked: ended, and key launched from now on."""
+        z, self.kept[key] = self.kept.get(key), None
+        self.declined[why] += 1
+        if z is not None:
+            z.end()
+
+    def close(self) -> None:
+        for z in self.kept.values():
+            if z is not None:
+                z.end()
+        self.kept.clear()
+
+
+_BY_IDENTITY.update((Zygotes, Zygote))
+__all__ = ["Zygote", "Zygotes", "starts_up", "directory_digest", "ForkFailed"]
