@@ -1016,7 +1016,7 @@ static void end_fork(int child, const int *made, int nmade, const int *tids,
 
 int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
-                     const struct cmc_remap *maps, int *out)
+                     const struct cmc_remap *maps, unsigned long unshare_flags, int *out)
 {
     if (n < 1 || n > 4096) return -EINVAL;
     sigset_t chld, old;
@@ -1070,6 +1070,12 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
             goto out_child;
         if (res) { e = (int)res; goto out_child; }
         if ((e = remap(child, listener, b, nmaps, maps))) goto out_child;
+        if (unshare_flags) {         /* namespaces of its own (a zygote's copy: its IPC) */
+            uint64_t u[6] = { unshare_flags, 0, 0, 0, 0, 0 };
+            if ((e = inject_notified(child, listener, b, b->rip, __NR_unshare, u, &res, NULL)))
+                goto out_child;
+            if (res) { e = (int)res; goto out_child; }
+        }
     }
     /* Every other thread: a clone of the first, then made the original's; then the
      * first (a fork clears its robust list and its clear_child_tid) */

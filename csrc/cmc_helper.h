@@ -127,7 +127,7 @@ struct cmc_remap {
 };
 int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
-                     const struct cmc_remap *maps, int *out);
+                     const struct cmc_remap *maps, unsigned long unshare_flags, int *out);
 
 /* Copy a node that is a process tree of depth one: a root and its children (docs/
  * design.md, "Copies of process trees"). The root's copy is made by clone(CLONE_NEWPID)

@@ -103,6 +103,7 @@ def run_cmc(path: str, workers: int = 1, fast: bool = False, pin: bool = True,
     return {"verdict": outcome.verdict, "generated": st.generated, "distinct": st.distinct,
             "depth": st.depth, "wall": wall, "copies": st.copies, "replayed": dict(st.replayed),
             "launches": COUNTERS["launches"] - before["launches"],
+            "zygote starts": COUNTERS["zygote starts"] - before["zygote starts"],
             "notifications": COUNTERS["notifications"] - before["notifications"]}
 
 
@@ -163,6 +164,7 @@ def main() -> None:
         per_world = {}                  # --fast w1: ms per distinct state, by label
         calls = {}                      # --fast w1: notifications per generated state
         why = {}                        # --fast w1: successors replayed, by reason
+        starts = {}                     # (--fast w1 launches, its zygote starts, replay's)
         reduced = {}                    # --por: (floor ms, full run, --por run), by label
         for path in models:
             model = load_model(path, {})
@@ -200,6 +202,8 @@ def main() -> None:
             name = label(path)
             per_world[name] = runs[True, 1]["wall"] / r["distinct"] * 1000
             why[name] = runs[True, 1]["replayed"]
+            starts[name] = (runs[True, 1]["launches"], runs[True, 1]["zygote starts"],
+                            r["launches"])
             if porrun is not None:
                 assert (porrun["verdict"], porrun["distinct"], porrun["depth"]) == \
                     (r["verdict"], r["distinct"], r["depth"]), (path, porrun, r)
@@ -215,13 +219,16 @@ def main() -> None:
                   f"{runs[True, 1]['copies'] / r['generated']:>6.0%}")
             sys.stdout.flush()
         print(f"\n--fast, one worker: ms/dist wall time per distinct state, over {args.base}'s "
-              f"(nan: not measured); calls/st notifications per generated state; replayed: "
-              f"successors replayed rather than copied, by reason")
-        print(f"{'model':<{width}} {'ms/dist':>8} {'over':>6} {'calls/st':>8}  replayed")
+              f"(nan: not measured); calls/st notifications per generated state; launch "
+              f"and zyg: nodes launched and started from a zygote, rep: launched by the "
+              f"replaying search; replayed: successors replayed rather than copied, by reason")
+        print(f"{'model':<{width}} {'ms/dist':>8} {'over':>6} {'calls/st':>8} {'launch':>6} "
+              f"{'zyg':>5} {'rep':>6}  replayed")
         nan = float("nan")
         for name, ms in per_world.items():
             print(f"{name:<{width}} {ms:>8.2f} {ms / per_world.get(args.base, nan):>6.2f} "
-                  f"{calls[name]:>8.1f}  "
+                  f"{calls[name]:>8.1f} {starts[name][0]:>6} {starts[name][1]:>5} "
+                  f"{starts[name][2]:>6}  "
                   f"{', '.join(f'{k}: {v}' for k, v in why[name].items()) or '-'}")
         if reduced:
             print("\n--fast, one worker, without and with --por: generated states, and wall "

@@ -179,13 +179,15 @@ def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
 
 
 def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
-              maps: list[tuple[int, int, int, int, int, str]] = ()) -> list[int]:
+              maps: list[tuple[int, int, int, int, int, str]] = (),
+              unshare: int = 0) -> list[int]:
     """Fork a node process, each of whose threads (tid, held notification id,
     clear_child_tid address) is held (see cmc_fork_threads); the copy works in cwd,
     its mappings `maps` (start, length, offset, prot, flags, the copy's file) mapped
     again. Returns the copy's thread ids in the order of `threads` (the first: its
     pid). Every thread of both then makes its held call again, as a new
-    notification on the same listener."""
+    notification on the same listener. `unshare`: flags of the namespaces the copy
+    gets of its own (unshare(2)), before its other threads are made."""
     n = len(threads)
     tids = ffi.new("int[]", [t for t, _, _ in threads])
     held = ffi.new("uint64_t[]", [h for _, h, _ in threads])
@@ -197,7 +199,7 @@ def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
         r.start, r.len, r.offset, r.prot, r.flags = m[:5]
         r.path = path
     _check(lib.cmc_fork_threads(listener, n, tids, held, ctids, os.fsencode(cwd),
-                                len(maps), remaps, out))
+                                len(maps), remaps, unshare, out))
     return list(out)
 
 

@@ -289,18 +289,18 @@ class Lease:
             return
         self.fork_into(node, cwd)
 
-    def fork_into(self, node, cwd: str, waited: bool = True) -> None:
+    def fork_into(self, node, cwd: str, waited: bool = True, unshare: int = 0) -> None:
         """The one process of the lease forked, working in `cwd`, as node's: node's
         record (a copy of the lease's) then names the copy's threads, each held in its
         call made again; the copy has descriptors and a HOME of its own (`waited`:
-        replace_fds')."""
+        replace_fds'; `unshare`: _native.fork_node's)."""
         held = self.held
         threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
         plan, home = self.plan
         maps = [(*m[1:6], os.path.join(cwd, m[6])) for m in plan if m[0] == "map"]
         with interrupts_held():               # no process started and not recorded
             try:
-                tids = _native.fork_node(self.tap.fd, threads, cwd, maps)
+                tids = _native.fork_node(self.tap.fd, threads, cwd, maps, unshare)
             except OSError as e:
                 self.spoilt = (f"fork of node {node.name} (pid {self.pid}, "
                                f"{len(threads)} thread(s)) failed: {e.strerror}")

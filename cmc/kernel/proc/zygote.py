@@ -27,7 +27,7 @@ import xxhash
 
 from ...errors import NotForkable
 from ..linux import _native
-from ..linux.abi import CLONE_THREAD, VFD_BASE
+from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
 from ..world.content import _data_ranges
 from .copyplan import fd_plan, home_address
@@ -177,7 +177,9 @@ class Zygote:
         for k, v in fields.items():
             setattr(node, k, v)
         node.elapsed_ns = self.elapsed_ns
-        self.lease.fork_into(node, node.cwd, waited=False)
+        # an IPC namespace of its own, as a launch has (its start made no SysV object)
+        ipc = CLONE_NEWIPC if _native.private_ipc() == 1 else 0
+        self.lease.fork_into(node, node.cwd, waited=False, unshare=ipc)
         # its stdout and stderr: this incarnation's files, as a launch's
         out = node.cluster.output_path(node)
         held = next(iter(node.tasks.threads.values())).notif.id
