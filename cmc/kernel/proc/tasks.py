@@ -245,9 +245,8 @@ class Tasks:
         self.clone_ctid = 0            # its CLONE_CHILD_CLEARTID address
         self._yields = 0               # sched_yield calls, to order those who gave way
         self._poller = None
-        # stop before the first call `pausing` (thread -> bool) finds (time virtual, a
-        # FIRE tried for folding: a visible one; a zygote's start: the first outside it);
-        # the thread stopped there (`paused`)
+        # stop before a call `pausing` (thread -> bool) finds (a FIRE tried for folding:
+        # a visible one; a zygote's start: the first outside it); who stopped (`paused`)
         self.pausing = None
         self.paused: Thread | None = None
         # a copy of a process tree (fork.py): its first process is process 1 of a PID
