@@ -24,7 +24,6 @@ from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
 from .kernel.maelstrom import MaelstromClient, MaelstromSpec, make_cluster
 from .kernel.proc.fork import ForkFailed, NotForkable, Roots
-from .kernel.proc.zygote import Zygotes
 from .lang import (EvaluationError, StateChecks, history_rows, history_violations,
                    reply_record)
 
@@ -276,7 +275,7 @@ class ClusterModel:
         # that a world made again from launch stops before it (_Tracked.fold)
         self.visible_next: set[bytes] = set()
         self._roots = 0
-        self.roots = Roots(self.new_root, Zygotes() if many else None)
+        self.roots = Roots(self.new_root)
 
     def new_root(self) -> str:
         """A new directory for one world."""
@@ -305,5 +304,4 @@ class ClusterModel:
     def close_all(self) -> None:
         for t in list(self.open):
             t.close()
-        if self.roots.zygotes is not None:
-            self.roots.zygotes.close()
+        self.roots.close()

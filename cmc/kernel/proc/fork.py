@@ -155,12 +155,15 @@ _ROOT_USERS: dict[str, int] = {}
 
 
 class Roots:
-    """Where a world's copies of node directories go: `make()` gives a new root,
-    as long as every other (the run's ClusterModel.new_root)."""
-
-    def __init__(self, make, zygotes=None):
+    """Where a world's copies of node directories go: `make()` gives a new root, as long
+    as every other (the run's ClusterModel.new_root); and the run's kept starts."""
+    def __init__(self, make):
         self.make = make
-        self.zygotes = zygotes           # the run's (zygote.Zygotes), when it keeps them
+        self.zygotes = None              # zygote.Zygotes, made by the first Node.launch
+
+    def close(self) -> None:
+        if self.zygotes is not None:
+            self.zygotes.close()
 
 
 def hold_root(root: str | None) -> None:

@@ -21,7 +21,7 @@ from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
 from .scheduler import COUNTERS, Scheduler
 from .tap import Tap
-from .zygote import go_on, last_index, zygote_stop
+from .zygote import Zygotes, go_on, last_index, zygote_stop
 
 # CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s
 # (docs/target-contract.md, "Time").
@@ -116,7 +116,9 @@ class Node:
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
         self.own()                       # its directory, when it is another world's too
-        roots = getattr(self.cluster, "roots", None)
+        roots = getattr(self.cluster, "roots", None)      # copying (--fast)
+        if roots is not None and roots.zygotes is None:
+            roots.zygotes = Zygotes()
         zygotes = roots.zygotes if roots is not None else None
         key = zygotes.key(self) if zygotes is not None else None
         if zygotes is not None and zygotes.find(key) is not None \

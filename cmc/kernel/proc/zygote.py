@@ -20,18 +20,15 @@ key as one to launch).
 from __future__ import annotations
 
 import os
-import stat
 from collections import Counter, OrderedDict
-
-import xxhash
 
 from ...errors import NotForkable
 from ..linux import _native
 from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
-from ..world.content import _data_ranges
+from ..world.content import directory_digest
 from .copyplan import fd_plan, home_address
-from .fork import Lease, _BY_IDENTITY, ForkFailed, load_record, save_record
+from .fork import Lease, _BY_IDENTITY, load_record, save_record
 
 # Calls a start makes that act on nothing but the incarnation's own record: its threads
 # and their signal state, its clocks and sleeps, its random stream, its limits, the
@@ -48,7 +45,7 @@ _ON_OWN_FD = frozenset(NR[n] for n in (
     "setsockopt", "getsockopt", "getsockname", "fcntl", "ioctl", "close"))
 _OPENS = {NR["open"]: 0, NR["openat"]: 1}
 
-# A directory holding more data than this is not read to make a key (directory_digest)
+# A directory holding more data than this is not read to make a key
 DIGEST_MAX = 16 << 20
 # A node whose start could not be kept this often is launched from then on
 REFUSALS = 3
@@ -112,37 +109,6 @@ def _own(proc, fd: int) -> bool:
     sock = proc.fds.get(fd)
     return (sock is not None and getattr(sock, "local", 1) is None and sock.conn is None
             and not sock.listening and not sock.connecting)
-
-
-def directory_digest(cwd: str) -> bytes | None:
-    """What a node's directory holds: names, kinds, modes, sizes and contents (the
-    data of sparse files only), not times; None when it holds more than DIGEST_MAX
-    bytes of data (reading it at every launch would cost more than a start)."""
-    h = xxhash.xxh3_128()
-    left = DIGEST_MAX
-    for folder, dirs, files in os.walk(cwd):
-        dirs.sort()
-        for name in [""] + sorted(files) + dirs:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            h.update(f"{os.path.relpath(path, cwd)}\0{st.st_mode:o}\0{st.st_size}\0".encode())
-            if stat.S_ISLNK(st.st_mode):
-                h.update(os.fsencode(os.readlink(path)))
-            elif stat.S_ISREG(st.st_mode) and st.st_size:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-                try:
-                    for start, end in _data_ranges(fd, st.st_size):
-                        left -= end - start
-                        if left < 0:
-                            return None
-                        h.update(start.to_bytes(8, "little"))
-                        h.update(os.pread(fd, end - start, start))
-                finally:
-                    os.close(fd)
-    return h.digest()
 
 
 class Zygote:
@@ -229,7 +195,7 @@ class Zygotes:
             return None
         if self.refused[node.index] >= REFUSALS:
             return None
-        digest = directory_digest(node.cwd)
+        digest = directory_digest(node.cwd, DIGEST_MAX)
         if digest is None:
             self.refused[node.index] = REFUSALS
             return None
@@ -255,7 +221,7 @@ class Zygotes:
         (remembered) where it cannot be. The node's processes are the zygote's then."""
         tasks = node.tasks
         why = None
-        if directory_digest(node.cwd) != key[3]:
+        if directory_digest(node.cwd, DIGEST_MAX) != key[3]:
             why = "its start changed its directory"
         elif len(tasks.procs) != 1 or tasks.reapable or tasks.groups or tasks.clones \
                 or tasks.forking is not None or tasks.pgid != tasks.pid:
@@ -295,4 +261,3 @@ class Zygotes:
 
 
 _BY_IDENTITY.update((Zygotes, Zygote))
-__all__ = ["Zygote", "Zygotes", "starts_up", "directory_digest", "ForkFailed"]
