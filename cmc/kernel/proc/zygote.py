@@ -44,6 +44,7 @@ _ALWAYS = frozenset(NR[n] for n in (
 _ON_OWN_FD = frozenset(NR[n] for n in (
     "setsockopt", "getsockopt", "getsockname", "fcntl", "ioctl", "close"))
 _OPENS = {NR["open"]: 0, NR["openat"]: 1}
+O_CREAT, O_TRUNC = 0o100, 0o1000
 
 # A directory holding more data than this is not read to make a key
 DIGEST_MAX = 16 << 20
@@ -64,9 +65,11 @@ def starts_up(t) -> bool:
             raw = proc.read(args[0], 8)
             flags = int.from_bytes(raw, "little") if raw else 0
         return bool(flags & CLONE_THREAD)
-    if nr in _OPENS:                     # a limit, the random stream: not /dev/shm
-        path = proc.read_cstr(args[_OPENS[nr]])
-        return path is not None and b"/dev/shm" not in path
+    if nr in _OPENS:       # a limit, the random stream, the machine: not /dev/shm, and
+        at = _OPENS[nr]    # no new or truncated file (the disk model's)
+        path = proc.read_cstr(args[at])
+        return (path is not None and b"/dev/shm" not in path
+                and not args[at + 1] & (O_CREAT | O_TRUNC))
     if nr == NR["bind"]:
         return _fd(args[0]) < VFD_BASE
     if nr == NR["epoll_ctl"]:
@@ -178,12 +181,10 @@ def _world_parts(node) -> list:
 class Zygotes:
     """The zygotes of a run's worlds (kept with its Roots, which every copy of a
     world shares): key -> Zygote, or None for a key whose start cannot be kept, the
-    most recently used last. A key's start is kept the second time it is launched
-    (one launched once would cost a fork more), and at most KEPT at a time."""
+    most recently used last; at most KEPT at a time."""
 
     def __init__(self):
         self.kept: OrderedDict[tuple, Zygote | None] = OrderedDict()
-        self.seen: set[tuple] = set()
         self.declined: Counter[str] = Counter()    # why a start was not kept
         self.refused: Counter[int] = Counter()     # node index -> starts not kept
 
@@ -209,12 +210,7 @@ class Zygotes:
 
     def wanted(self, key: tuple | None) -> bool:
         """Whether the launch of key, which has no zygote, should stop to keep one."""
-        if key is None or key in self.kept:
-            return False
-        if key not in self.seen:
-            self.seen.add(key)
-            return False
-        return True
+        return key is not None and key not in self.kept
 
     def make(self, node, key: tuple, last) -> Zygote | None:
         """The node, stopped at the end of its start, kept as the zygote of `key`; None

@@ -1,0 +1,69 @@
+/*
+ * bootlog: a node whose start changes its own directory where cmc does not see it
+ * (test/test_zygote.py; docs/design.md, "Zygotes: a start run once").
+ *
+ *   bootlog PORT
+ *
+ * At every start but the first it appends a line to boots.log in its directory, through
+ * an open that runs natively (no O_CREAT, no O_TRUNC) and a write that does too (its
+ * model has `disk off`): a start kept and copied would leave that line out of every
+ * world it is forked into, so cmc must launch such a start, not copy it. The first
+ * start creates the file (an open cmc sees: a start kept ends before it). Its state
+ * on fd 3 is {"boots": N}, the lines in the file; it answers each line a client
+ * sends with "boots N".
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bootlog PORT\n");
+        return 2;
+    }
+    int fd = open("boots.log", O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "boot\n", 5) != 5) { perror("bootlog: write"); return 1; }
+    } else {
+        fd = open("boots.log", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) { perror("bootlog: create"); return 1; }
+    }
+    close(fd);
+    char buf[4096];
+    int boots = 0;
+    fd = open("boots.log", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+    for (ssize_t i = 0; i < n; i++)
+        boots += buf[i] == '\n';
+    if (fd >= 0)
+        close(fd);
+    char line[64];
+    int len = snprintf(line, sizeof line, "{\"boots\":%d}\n", boots);
+    if (write(3, line, (size_t)len) != len) { perror("bootlog: write fd 3"); return 1; }
+
+    int srv = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(srv, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1])) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(srv, (struct sockaddr *)&a, sizeof a) || listen(srv, 8)) {
+        perror("bootlog: listen");
+        return 1;
+    }
+    for (;;) {
+        int c = accept(srv, NULL, NULL);
+        if (c < 0)
+            continue;
+        if (read(c, buf, sizeof buf) > 0) {
+            len = snprintf(line, sizeof line, "boots %d\n", boots);
+            if (write(c, line, (size_t)len) != len) { /* the client is gone */ }
+        }
+        close(c);
+    }
+}
