@@ -100,7 +100,8 @@ def _alone(call) -> bool:
 @handles("getpid", "getppid")
 def sys_getpid(call):
     """The first process of a copied tree asks its pid (1 in its namespace) or its
-    parent's (outside it: 0), its children their parent's (1): the original's."""
+    parent's (outside it: 0), its children their parent's (1): the original's. So does
+    a zygote's copy (proc/zygote.py): the pids its start read."""
     tasks = call.node.tasks
     if not tasks.root_known:
         return CONTINUE
@@ -120,12 +121,13 @@ _DEFAULT_IGNORED = frozenset((signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, si
 
 
 def _to_copied_root(call, pid: int, sig: int):
-    """kill() of the first process of a copied tree by its original's pid (or its
-    group's): sent by cmc to the copy. A signal it neither catches nor ignores would
-    end the original but not an init: that world is replayed instead."""
+    """kill() of the first process of a copied tree (or of a zygote's copy) by its
+    original's pid (or its group's): sent by cmc to the copy. In a tree, a signal it
+    neither catches nor ignores would end the original but not an init: that world is
+    replayed instead."""
     tasks = call.node.tasks
     root = tasks.pid
-    if sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
+    if tasks.ns_root and sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
         caught = procfs.signal_mask(root, "SigCgt") | procfs.signal_mask(root, "SigIgn")
         if not caught & (1 << (sig - 1)):
             raise NotForkable(f"node {call.node.name}: signal {sig} to the first process "

@@ -181,7 +181,7 @@ class Node:
         zygote = zygotes.kept[key]
         try:
             zygote.start(self)
-        except (NotForkable, EngineError) as e:
+        except (NotForkable, EngineError, OSError) as e:
             zygotes.drop(key, str(e))
             if self.tasks.alive:
                 self.kill()

@@ -149,6 +149,9 @@ class Zygote:
         # an IPC namespace of its own, as a launch has (its start made no SysV object)
         ipc = CLONE_NEWIPC if _native.private_ipc() == 1 else 0
         self.lease.fork_into(node, node.cwd, waited=False, unshare=ipc)
+        # its pid and its parent's, in the program's eyes, are those its start read
+        node.tasks.root_known = node.tasks.root_known or self.lease.pid
+        node.tasks.parent_known = node.tasks.parent_known or os.getpid()
         # its stdout and stderr: this incarnation's files, as a launch's
         out = node.cluster.output_path(node)
         held = next(iter(node.tasks.threads.values())).notif.id
