@@ -100,8 +100,7 @@ def _alone(call) -> bool:
 @handles("getpid", "getppid")
 def sys_getpid(call):
     """The first process of a copied tree asks its pid (1 in its namespace) or its
-    parent's (outside it: 0), its children their parent's (1): the original's. So does
-    a zygote's copy (proc/zygote.py): the pids its start read."""
+    parent's (outside it: 0), its children their parent's (1): the original's."""
     tasks = call.node.tasks
     if not tasks.root_known:
         return CONTINUE
@@ -121,13 +120,12 @@ _DEFAULT_IGNORED = frozenset((signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, si
 
 
 def _to_copied_root(call, pid: int, sig: int):
-    """kill() of the first process of a copied tree (or of a zygote's copy) by its
-    original's pid (or its group's): sent by cmc to the copy. In a tree, a signal it
-    neither catches nor ignores would end the original but not an init: that world is
-    replayed instead."""
+    """kill() of the first process of a copied tree by its original's pid (or its
+    group's): sent by cmc to the copy. A signal it neither catches nor ignores would
+    end the original but not an init: that world is replayed instead."""
     tasks = call.node.tasks
     root = tasks.pid
-    if tasks.ns_root and sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
+    if sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
         caught = procfs.signal_mask(root, "SigCgt") | procfs.signal_mask(root, "SigIgn")
         if not caught & (1 << (sig - 1)):
             raise NotForkable(f"node {call.node.name}: signal {sig} to the first process "
@@ -206,13 +204,15 @@ def sys_tkill(call):
     """A thread signalled by the id its program knows it by. In a copy of a world a
     thread has a new id from the kernel (proc/fork.py), while the program keeps the
     original's (Go's runtime caches it to preempt a thread, glibc to pthread_kill it):
-    cmc signals the copy's thread in its stead. Any other id goes to the kernel as is."""
+    cmc signals the copy's thread in its stead; so too when the process is named by the
+    pid a copied tree's root was answered (`getpid`: the original's). Any other id goes
+    to the kernel as is."""
     call.node.tasks.signalled = True
     args = call.args
     tgid, tid, sig = ((signed(args[0]), signed(args[1]), args[2]) if call.nr == NR["tgkill"]
                       else (None, signed(args[0]), args[1]))
     t = call.node.tasks.known_thread(tid)
-    if t is None or t.tid == tid:
+    if t is None or t.tid == tid and tgid in (None, t.proc.pid):
         return CONTINUE
     if tgid is not None and tgid not in call.node.tasks.known_pids(t.proc):
         return CONTINUE

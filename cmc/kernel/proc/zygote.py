@@ -36,9 +36,11 @@ from .fork import Lease, _BY_IDENTITY, load_record, save_record
 _ALWAYS = frozenset(NR[n] for n in (
     "futex", "rt_sigprocmask", "rt_sigaction", "sigaltstack", "sched_getaffinity",
     "sched_yield", "getrlimit", "setrlimit", "prlimit64", "getrandom", "clock_gettime",
-    "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep", "getpid",
-    "getppid", "gettid", "uname", "sysinfo", "getcpu", "epoll_create", "epoll_create1",
-    "socket", "execve", "exit"))
+    "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep", "uname",
+    "sysinfo", "getcpu", "epoll_create", "epoll_create1", "socket", "execve", "exit"))
+# Not getpid nor getppid: a start that read its pid, copied, would know the kept start's
+# (a process alive for the run: a stale pid file a later start checks would name a
+# live process, where a launch's would name a dead one), so the start ends there.
 # ... and on a descriptor: one of its own sockets while it is bound to nothing (or a
 # real one: bind of an AF_UNIX or netlink socket runs natively), or an epoll instance
 _ON_OWN_FD = frozenset(NR[n] for n in (
@@ -149,9 +151,6 @@ class Zygote:
         # an IPC namespace of its own, as a launch has (its start made no SysV object)
         ipc = CLONE_NEWIPC if _native.private_ipc() == 1 else 0
         self.lease.fork_into(node, node.cwd, waited=False, unshare=ipc)
-        # its pid and its parent's, in the program's eyes, are those its start read
-        node.tasks.root_known = node.tasks.root_known or self.lease.pid
-        node.tasks.parent_known = node.tasks.parent_known or os.getpid()
         # its stdout and stderr: this incarnation's files, as a launch's
         out = node.cluster.output_path(node)
         held = next(iter(node.tasks.threads.values())).notif.id
