@@ -107,8 +107,8 @@ def _fd(arg: int) -> int:
 
 
 def _own(proc, fd: int) -> bool:
-    """A virtual descriptor the start may use: an epoll instance, or a socket that is
-    bound, listening and connected to nothing (the network knows nothing of it)."""
+    """A virtual descriptor the start may use: an epoll instance, or a socket neither
+    bound nor listening nor connected (the network knows nothing of it)."""
     if fd in proc.epolls:
         return True
     sock = proc.fds.get(fd)
