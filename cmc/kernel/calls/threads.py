@@ -66,18 +66,22 @@ def _fork(call, vfork: bool):
     return CONTINUE
 
 
-@handles("clone")
-def sys_clone(call):
-    return _create(call, call.args[0], call.args[3])
-
-
-@handles("clone3")
-def sys_clone3(call):
-    raw = call.proc.read(call.args[0], 24)       # flags, pidfd, child_tid
+def clone_flags(proc, nr: int, args) -> tuple[int, int] | None:
+    """(flags, CLONE_CHILD_CLEARTID address) of a clone or clone3 call of proc; None
+    when clone3's arguments cannot be read."""
+    if nr != NR["clone3"]:
+        return args[0], args[3]
+    raw = proc.read(args[0], 24)                  # flags, pidfd, child_tid
     if raw is None or len(raw) != 24:
-        return Err(errno.EFAULT)
+        return None
     flags, _, ctid = struct.unpack("<QQQ", raw)
-    return _create(call, flags, ctid)
+    return flags, ctid
+
+
+@handles("clone", "clone3")
+def sys_clone(call):
+    got = clone_flags(call.proc, call.nr, call.args)
+    return Err(errno.EFAULT) if got is None else _create(call, *got)
 
 
 @handles("fork", "vfork")

@@ -116,13 +116,10 @@ class Node:
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
         self.own()                       # its directory, when it is another world's too
-        roots = getattr(self.cluster, "roots", None)      # copying (--fast)
-        if roots is not None and roots.zygotes is None:
-            roots.zygotes = Zygotes()
-        zygotes = roots.zygotes if roots is not None else None
+        zygotes = Zygotes.of(self.cluster)                # copying (--fast)
         key = zygotes.key(self) if zygotes is not None else None
-        if zygotes is not None and zygotes.find(key) is not None \
-                and self._start_from(zygotes, key):
+        zygote = zygotes.find(key) if zygotes is not None else None
+        if zygote is not None and self._start_from(zygotes, key, zygote):
             return                       # the start this key makes, run once (zygote.py)
         self._reset_incarnation()
         out = self.cluster.output_path(self)
@@ -168,17 +165,18 @@ class Node:
         paused, self.tasks.paused = self.tasks.paused, None
         if paused is None:
             return
-        if zygotes.make(self, key, last_index(self.tasks)) is None:
-            go_on(self.tasks, last_index(self.tasks))
-        elif not self._start_from(zygotes, key):
+        last = last_index(self.tasks)
+        zygote = zygotes.make(self, key, last)
+        if zygote is None:
+            go_on(self.tasks, last)
+        elif not self._start_from(zygotes, key, zygote):
             for stream in (".stdout", ".stderr"):   # its start's output: printed again
                 os.truncate(out + stream, 0)
             self.launch()
 
-    def _start_from(self, zygotes, key: tuple) -> bool:
-        """This incarnation forked from the zygote of `key`, and on; False when the
-        fork fails (the key is launched from then on: Zygotes.drop)."""
-        zygote = zygotes.kept[key]
+    def _start_from(self, zygotes, key: tuple, zygote) -> bool:
+        """This incarnation forked from `zygote`, the one of `key`, and on; False when
+        the fork fails (the key is launched from then on: Zygotes.drop)."""
         try:
             zygote.start(self)
         except (NotForkable, EngineError, OSError) as e:

@@ -23,6 +23,8 @@ import os
 from collections import Counter, OrderedDict
 
 from ...errors import NotForkable
+from ..calls.handler import fd_arg
+from ..calls.threads import clone_flags
 from ..linux import _native
 from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
@@ -46,7 +48,7 @@ _ALWAYS = frozenset(NR[n] for n in (
 _ON_OWN_FD = frozenset(NR[n] for n in (
     "setsockopt", "getsockopt", "getsockname", "fcntl", "ioctl", "close"))
 _OPENS = {NR["open"]: 0, NR["openat"]: 1}
-O_CREAT, O_TRUNC = 0o100, 0o1000
+_CLONES = frozenset((NR["clone"], NR["clone3"]))
 
 # A directory holding more data than this is not read to make a key
 DIGEST_MAX = 16 << 20
@@ -61,23 +63,20 @@ def starts_up(t) -> bool:
     nr, args, proc = t.notif.nr, t.notif.args, t.proc
     if nr in _ALWAYS:
         return True
-    if nr in (NR["clone"], NR["clone3"]):
-        flags = args[0]
-        if nr == NR["clone3"]:
-            raw = proc.read(args[0], 8)
-            flags = int.from_bytes(raw, "little") if raw else 0
-        return bool(flags & CLONE_THREAD)
+    if nr in _CLONES:
+        got = clone_flags(proc, nr, args)
+        return got is not None and bool(got[0] & CLONE_THREAD)
     if nr in _OPENS:       # a limit, the random stream, the machine: not /dev/shm, and
         at = _OPENS[nr]    # no new or truncated file (the disk model's)
         path = proc.read_cstr(args[at])
         return (path is not None and b"/dev/shm" not in path
-                and not args[at + 1] & (O_CREAT | O_TRUNC))
+                and not args[at + 1] & (os.O_CREAT | os.O_TRUNC))
     if nr == NR["bind"]:
-        return _fd(args[0]) < VFD_BASE
+        return fd_arg(args[0]) < VFD_BASE
     if nr == NR["epoll_ctl"]:
-        return _fd(args[0]) in proc.epolls and _own(proc, _fd(args[2]))
+        return fd_arg(args[0]) in proc.epolls and _own(proc, fd_arg(args[2]))
     if nr in _ON_OWN_FD:
-        return _own(proc, _fd(args[0]))
+        return _own(proc, fd_arg(args[0]))
     return False
 
 
@@ -100,10 +99,6 @@ def go_on(tasks, index: int | None) -> None:
     outcome = tasks._runnable(last)
     if outcome is not None:
         tasks.run(outcome)
-
-
-def _fd(arg: int) -> int:
-    return arg & 0xFFFFFFFF if arg & 0x80000000 == 0 else -1
 
 
 def _own(proc, fd: int) -> bool:
@@ -184,6 +179,17 @@ class Zygotes:
     """The zygotes of a run's worlds (kept with its Roots, which every copy of a
     world shares): key -> Zygote, or None for a key whose start cannot be kept, the
     most recently used last; at most KEPT at a time."""
+
+    @classmethod
+    def of(cls, cluster) -> "Zygotes | None":
+        """The run's zygotes, made at its first launch; None when the run does not copy
+        worlds (no Roots: --no-fast)."""
+        roots = getattr(cluster, "roots", None)
+        if roots is None:
+            return None
+        if roots.zygotes is None:
+            roots.zygotes = cls()
+        return roots.zygotes
 
     def __init__(self):
         self.kept: OrderedDict[tuple, Zygote | None] = OrderedDict()
