@@ -62,3 +62,22 @@ def test_a_relaunch_is_a_fork_of_the_kept_start(name, want, launches, starts):
     assert counts(out) == want
     assert stats == {"launches": launches, "zygote starts": starts, "declined": {}}
     assert left_behind(str(BUILD / name)) == []
+
+
+def test_a_start_that_read_its_pid_is_copied_under_that_pid(tmp_path):
+    """pidboot reads its pid in its start (so a copy is told the kept start's) and then
+    kills and raises itself by it, reads /proc/PID/limits, has a child check it is its
+    parent, and at each relaunch checks that the pid file names a process that has
+    ended (the kept start of the incarnation before is alive: cmc says no process has
+    that pid). Every reply "ok", the same counts both ways, and every relaunch forked."""
+    text = (TEST_MODELS / "pidboot.model").read_text().replace(
+        '"../progs/build/pidboot"', f'"{PROGS}/pidboot"')
+    path = tmp_path / "pidboot.model"
+    path.write_text(text)
+    out, fast = zygote_run(path, "--fast")
+    assert counts(out) == (20, 16, 6)
+    assert fast == {"launches": 3, "zygote starts": 11, "declined": {}}
+    out, replay = zygote_run(path, "--no-fast")
+    assert counts(out) == (20, 16, 6)
+    assert replay["launches"] == 53 and replay["zygote starts"] == 0
+    assert left_behind(f"{PROGS}/pidboot") == []

@@ -62,12 +62,23 @@ def _groups(call) -> set[int]:
     return {tasks.pgid, *tasks.groups}
 
 
+def _kept_start(call, pid: int) -> bool:
+    """Whether pid is a process or thread of a start kept as a zygote (proc/zygote.py),
+    which is alive for cmc but no program's: to a node it is a pid no process has (as
+    a launch's pid is, once it ended)."""
+    roots = getattr(call.node.cluster, "roots", None)
+    zygotes = roots.zygotes if roots is not None else None
+    return zygotes is not None and zygotes.holds(pid)
+
+
 def _node_pid(call, pid: int) -> bool | None:
     """Whether pid (> 0) is a process or thread of the node: cmc has seen it, or it is
     in one of the node's process groups (a child not seen yet). None: no such pid."""
     tasks = call.node.tasks
     if pid in tasks.procs or pid in tasks.threads:
         return True
+    if _kept_start(call, pid):
+        return None
     try:
         return os.getpgid(pid) in _groups(call)
     except ProcessLookupError:
@@ -96,11 +107,13 @@ def _alone(call) -> bool:
 # -- a copy of a process tree (proc/fork.py): its first process is process 1 of a PID
 # namespace; the program knows it by the original's pid, and it is an init, which the
 # kernel lets no signal without a handler reach (docs/design.md, "Copies of process
-# trees")
+# trees"). A copy of a kept start (proc/zygote.py) is known by the kept start's pid too,
+# in no namespace of its own.
 @handles("getpid", "getppid")
 def sys_getpid(call):
-    """The first process of a copied tree asks its pid (1 in its namespace) or its
-    parent's (outside it: 0), its children their parent's (1): the original's."""
+    """The first process of a copied tree or of a start's copy asks its pid (1 in its
+    namespace, or its own) or its parent's, its children their parent's: the
+    original's."""
     tasks = call.node.tasks
     if not tasks.root_known:
         return CONTINUE
@@ -120,12 +133,13 @@ _DEFAULT_IGNORED = frozenset((signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, si
 
 
 def _to_copied_root(call, pid: int, sig: int):
-    """kill() of the first process of a copied tree by its original's pid (or its
-    group's): sent by cmc to the copy. A signal it neither catches nor ignores would
-    end the original but not an init: that world is replayed instead."""
+    """kill() of the first process of a copy by its original's pid (or its group's):
+    sent by cmc to the copy. A signal the first process of a copied tree neither
+    catches nor ignores would end the original but not an init: that world is replayed
+    instead."""
     tasks = call.node.tasks
     root = tasks.pid
-    if sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
+    if tasks.ns_root and sig and sig not in _DEFAULT_IGNORED and sig != signal.SIGKILL:
         caught = procfs.signal_mask(root, "SigCgt") | procfs.signal_mask(root, "SigIgn")
         if not caught & (1 << (sig - 1)):
             raise NotForkable(f"node {call.node.name}: signal {sig} to the first process "
@@ -163,7 +177,7 @@ def sys_kill(call):
     call.node.tasks.signalled = True     # a parent parked in wait4 may wake (scheduler)
     pid = signed(call.args[0])
     known = call.node.tasks.root_known
-    if known and pid in (known, -known, 0):
+    if known and (pid in (known, -known) or pid == 0 and call.node.tasks.ns_root):
         return _to_copied_root(call, pid, call.args[1] & 0xFFFFFFFF)
     if known and pid == -1:
         return _refuse(call, "signals every process it may (pid -1)")
@@ -174,6 +188,8 @@ def sys_kill(call):
     if pid < -1:
         if -pid in _groups(call):
             return CONTINUE
+        if _kept_start(call, -pid):
+            return Err(errno.ESRCH)
         try:
             os.killpg(-pid, 0)
         except ProcessLookupError:
@@ -212,6 +228,8 @@ def sys_tkill(call):
     tgid, tid, sig = ((signed(args[0]), signed(args[1]), args[2]) if call.nr == NR["tgkill"]
                       else (None, signed(args[0]), args[1]))
     t = call.node.tasks.known_thread(tid)
+    if t is None and _kept_start(call, tid):
+        return Err(errno.ESRCH)
     if t is None or t.tid == tid and tgid in (None, t.proc.pid):
         return CONTINUE
     if tgid is not None and tgid not in call.node.tasks.known_pids(t.proc):

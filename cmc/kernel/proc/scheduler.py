@@ -404,7 +404,7 @@ class Scheduler(Tasks):
         if orphan is not None:
             self.tap.pids.add(orphan)
         if proc.pid == self.pid:
-            if self.root_known and len(self.procs) > 1:
+            if self.ns_root and self.root_known and len(self.procs) > 1:
                 # the root of a copied tree is process 1 of its PID namespace: the
                 # kernel ended the others with it, where the original's go on
                 raise NotForkable(f"node {self.node.name}: the first process of a copied "

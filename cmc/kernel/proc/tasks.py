@@ -343,8 +343,8 @@ class Tasks:
         is process 1 of a PID namespace, its pid in the program's eyes the original's."""
         root = next(iter(pids.values()))
         if not self.ns_root and not self.node.cluster.spec.private_pids:
-            self.root_known = self.pid       # under pids private it is 1, as the copy's
-            self.parent_known = parent_known
+            self.root_known = self.root_known or self.pid   # a start's copy's: the start's
+            self.parent_known = self.parent_known or parent_known
         self.ns_root = True
         self.pid = self.pgid = root
         self.tap = tap
@@ -543,10 +543,10 @@ class Tasks:
         """The pid, as cmc sees it, of the process (or group) a program of the node names
         `pid`: under `machine pids private` the node numbers its processes in a
         namespace of its own (procfs: NSpid); otherwise the same number."""
-        if not (self.node.cluster.spec.private_pids or self.ns_root) or pid <= 0:
-            return pid
         if self.root_known and pid == self.root_known:
             return self.pid
+        if not (self.node.cluster.spec.private_pids or self.ns_root) or pid <= 0:
+            return pid
         for proc in self.procs.values():
             if procfs.ns_pid(proc.pid) == pid:
                 return proc.pid

@@ -25,7 +25,7 @@ from collections import Counter, OrderedDict
 from ...errors import NotForkable
 from ..calls.handler import fd_arg
 from ..calls.threads import clone_flags
-from ..linux import _native
+from ..linux import _native, procfs
 from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
 from ..world.content import directory_digest
@@ -39,10 +39,10 @@ _ALWAYS = frozenset(NR[n] for n in (
     "futex", "rt_sigprocmask", "rt_sigaction", "sigaltstack", "sched_getaffinity",
     "sched_yield", "getrlimit", "setrlimit", "prlimit64", "getrandom", "clock_gettime",
     "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep", "uname",
-    "sysinfo", "getcpu", "epoll_create", "epoll_create1", "socket", "execve", "exit"))
-# Not getpid nor getppid: a start that read its pid, copied, would know the kept start's
-# (a process alive for the run: a stale pid file a later start checks would name a
-# live process, where a launch's would name a dead one), so the start ends there.
+    "sysinfo", "getcpu", "epoll_create", "epoll_create1", "socket", "execve", "exit",
+    "getpid", "getppid"))
+# (getpid: a copy is answered the kept start's pid, and that pid is the copy's wherever
+# the program names it; to every other process it is a pid no process has: Zygote.start)
 # ... and on a descriptor: one of its own sockets while it is bound to nothing (or a
 # real one: bind of an AF_UNIX or netlink socket runs natively), or an epoll instance
 _ON_OWN_FD = frozenset(NR[n] for n in (
@@ -123,6 +123,9 @@ class Zygote:
         self.lease.users = 1              # never the last user: never run as it is
         tasks.unwatch()
         self.last = last
+        # the ids its program read (getpid, getppid), which each copy is answered
+        self.pid = tasks.pid
+        self.ppid = int(procfs.status(tasks.pid).get("PPid", 0) or 0)
         self.elapsed_ns = node.elapsed_ns
         fields = {k: getattr(node, k) for k in _INCARNATION}
         parts = _world_parts(node)
@@ -146,6 +149,9 @@ class Zygote:
         # an IPC namespace of its own, as a launch has (its start made no SysV object)
         ipc = CLONE_NEWIPC if _native.private_ipc() == 1 else 0
         self.lease.fork_into(node, node.cwd, waited=False, unshare=ipc)
+        # its program knows the copy by the kept start's pid (calls/host.py answers
+        # and translates it), as a launch's knows the launch by its own
+        node.tasks.root_known, node.tasks.parent_known = self.pid, self.ppid
         # its stdout and stderr: this incarnation's files, as a launch's
         out = node.cluster.output_path(node)
         held = next(iter(node.tasks.threads.values())).notif.id
@@ -249,6 +255,13 @@ class Zygotes:
         z = Zygote(node, last, plan)
         self.kept[key] = z
         return z
+
+    def holds(self, pid: int) -> bool:
+        """Whether pid is a process or thread of a kept start: no program's, for the
+        nodes (a launch's would name a process that has ended)."""
+        return any(z is not None and z.lease is not None
+                   and (pid in z.lease.pids or pid in z.lease.held)
+                   for z in self.kept.values())
 
     def drop(self, key: tuple, why: str) -> None:
         """The zygote of key could not be forked: ended, and key launched from now on."""
