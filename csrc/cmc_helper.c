@@ -546,6 +546,11 @@ __asm__(
 extern const unsigned char cmc_trap_code[], cmc_trap_restorer[], cmc_trap_code_end[];
 
 #define TRAP_ACTION_AT 0x800        /* where the handler's struct sigaction is put */
+/* A `syscall` the filter lets through without a notification (then `hlt`): the calls
+ * cmc injects into a stopped thread are made there (cmc/kernel/linux/abi.py:
+ * TRAP_UNTRACED_AT; docs/design.md, "Calls cmc makes in a node's threads") */
+#define TRAP_UNTRACED_AT 0xff0
+#define UNTRACED_IP (CMC_TRAP_PAGE + TRAP_UNTRACED_AT)
 
 int cmc_trap_page(uint64_t *addr_out)
 {
@@ -591,6 +596,11 @@ static int trap_tsc(int pid)
                         0x04 | 0x08000000 | 0x04000000 | 0x10000000,  /* SIGINFO ONSTACK RESTORER RESTART */
                         CMC_TRAP_PAGE + (uint64_t)(cmc_trap_restorer - cmc_trap_code), 0 };
     if (cmc_write_mem(pid, CMC_TRAP_PAGE + TRAP_ACTION_AT, act, sizeof act) != sizeof act) {
+        e = -EFAULT;
+        goto out;
+    }
+    static const unsigned char untraced[3] = { 0x0f, 0x05, 0xf4 };     /* syscall; hlt */
+    if (cmc_write_mem(pid, UNTRACED_IP, untraced, sizeof untraced) != sizeof untraced) {
         e = -EFAULT;
         goto out;
     }
@@ -922,7 +932,7 @@ static int stop_thread(int tid, int listener, uint64_t held, struct thread_state
     if (!first) {                  /* the forking thread's goes with the fork */
         long res;
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-        if ((e = inject_with(tid, listener, &ts->again, ts->again.rip, __NR_sigaltstack, a, 1,
+        if ((e = inject_with(tid, listener, &ts->again, UNTRACED_IP, __NR_sigaltstack, a, 1,
                              &ts->ss, sizeof ts->ss, &res)))
             return e;
         if (res) return (int)res;
@@ -938,7 +948,7 @@ static int dress_thread(int tid, int listener, const struct thread_state *ts, ui
     long res;
     int e;
     const struct user_regs_struct *b = &ts->again;
-    uint64_t ip = b->rip;
+    uint64_t ip = UNTRACED_IP;
     if (whole && !(ts->ss.flags & 2)) {
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
         struct stack_rec ss = ts->ss;
@@ -980,14 +990,14 @@ static int remap(int tid, int listener, const struct user_regs_struct *b, int nm
         int writable = (m->prot & PROT_WRITE) && (m->flags & MAP_SHARED);
         uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, (uint64_t)(writable ? O_RDWR : O_RDONLY) | O_CLOEXEC,
                           0, 0, 0 };
-        if ((e = inject_with(tid, listener, b, b->rip, __NR_openat, a, 1, path, len, &fd)))
+        if ((e = inject_with(tid, listener, b, UNTRACED_IP, __NR_openat, a, 1, path, len, &fd)))
             return e;
         if (fd < 0) return (int)fd;
         uint64_t mm[6] = { m->start, m->len, (uint64_t)m->prot, (uint64_t)(m->flags | MAP_FIXED),
                            (uint64_t)fd, m->offset };
-        e = inject_notified(tid, listener, b, b->rip, __NR_mmap, mm, &res, NULL);
+        e = inject_notified(tid, listener, b, UNTRACED_IP, __NR_mmap, mm, &res, NULL);
         long closed;
-        int e2 = inject(tid, b, b->rip, __NR_close, (uint64_t)fd, 0, 0, &closed);
+        int e2 = inject(tid, b, UNTRACED_IP, __NR_close, (uint64_t)fd, 0, 0, &closed);
         if (e) return e;
         if (res != (long)m->start) return res < 0 ? (int)res : -EFAULT;
         if (e2) return e2;
@@ -1045,7 +1055,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
     /* The fork, from the first thread: the copy's first thread is its copy. */
     {
         uint64_t a[6] = { CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 };
-        if ((e = inject_notified(tids[0], listener, &ts[0].again, ts[0].again.rip, __NR_clone,
+        if ((e = inject_notified(tids[0], listener, &ts[0].again, UNTRACED_IP, __NR_clone,
                                  a, &res, &child)))
             goto out_restore;
         if (res < 0 || !child) { e = res < 0 ? (int)res : -ECHILD; goto out_restore; }
@@ -1058,7 +1068,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
     if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_child; }
     {
         const struct user_regs_struct *b = &ts[0].again;
-        if ((e = inject(child, b, b->rip, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, &res)))
+        if ((e = inject(child, b, UNTRACED_IP, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, &res)))
             goto out_child;
         if (res) { e = (int)res; goto out_child; }
         char path[256];
@@ -1066,13 +1076,13 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
         if (len > sizeof path) { e = -ENAMETOOLONG; goto out_child; }
         memcpy(path, cwd, len);
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-        if ((e = inject_with(child, listener, b, b->rip, __NR_chdir, a, 0, path, len, &res)))
+        if ((e = inject_with(child, listener, b, UNTRACED_IP, __NR_chdir, a, 0, path, len, &res)))
             goto out_child;
         if (res) { e = (int)res; goto out_child; }
         if ((e = remap(child, listener, b, nmaps, maps))) goto out_child;
         if (unshare_flags) {         /* namespaces of its own (a zygote's copy: its IPC) */
             uint64_t u[6] = { unshare_flags, 0, 0, 0, 0, 0 };
-            if ((e = inject_notified(child, listener, b, b->rip, __NR_unshare, u, &res, NULL)))
+            if ((e = inject_notified(child, listener, b, UNTRACED_IP, __NR_unshare, u, &res, NULL)))
                 goto out_child;
             if (res) { e = (int)res; goto out_child; }
         }
@@ -1107,7 +1117,7 @@ static int make_threads(int child, int listener, struct thread_state *ts, const 
     for (int i = 1; i < k; i++) {
         uint64_t a[6] = { CLONE_A_THREAD, 0, 0, 0, 0, 0 };
         int t = 0;
-        if ((e = inject_notified(child, listener, &ts[0].again, ts[0].again.rip, __NR_clone, a,
+        if ((e = inject_notified(child, listener, &ts[0].again, UNTRACED_IP, __NR_clone, a,
                                  &res, &t)))
             return e;
         if (res < 0 || !t) return res < 0 ? (int)res : -ECHILD;
@@ -1131,10 +1141,10 @@ static int settle_copy(int child, int listener, const struct user_regs_struct *b
     if (len > sizeof path) return -ENAMETOOLONG;
     memcpy(path, cwd, len);
     uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-    if ((e = inject_with(child, listener, b, b->rip, __NR_chdir, a, 0, path, len, &res))) return e;
+    if ((e = inject_with(child, listener, b, UNTRACED_IP, __NR_chdir, a, 0, path, len, &res))) return e;
     if (res) return (int)res;
     if ((e = remap(child, listener, b, nmaps, maps))) return e;
-    if ((e = inject_notified(child, listener, b, b->rip, __NR_setpgid,
+    if ((e = inject_notified(child, listener, b, UNTRACED_IP, __NR_setpgid,
                              (uint64_t[6]){ 0, (uint64_t)pgid, 0, 0, 0, 0 }, &res, NULL)))
         return e;
     return res ? (int)res : 0;
@@ -1161,7 +1171,7 @@ static int clone_with_pid(int tid, int listener, const struct user_regs_struct *
     int st, e;
     *born = 0;
     uint64_t a[6] = { at, 88, 0, 0, 0, 0 };
-    e = inject_notified(tid, listener, b, b->rip, __NR_clone3, a, &res, born);
+    e = inject_notified(tid, listener, b, UNTRACED_IP, __NR_clone3, a, &res, born);
     cmc_write_mem(tid, at, kept, sizeof kept);
     if (e) return e;
     if (res < 0 || !*born) return res < 0 ? (int)res : -ECHILD;
@@ -1209,7 +1219,7 @@ static int open_in(int tid, int listener, const struct user_regs_struct *b, cons
     if (len > sizeof buf) return -ENAMETOOLONG;
     memcpy(buf, path, len);
     uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, O_RDONLY | O_CLOEXEC, 0, 0, 0 };
-    int e = inject_with(tid, listener, b, b->rip, __NR_openat, a, 1, buf, len, fd);
+    int e = inject_with(tid, listener, b, UNTRACED_IP, __NR_openat, a, 1, buf, len, fd);
     if (e) return e;
     return *fd < 0 ? (int)*fd : 0;
 }
@@ -1227,7 +1237,7 @@ static int copy_child(int c, int listener, const struct user_regs_struct *b, int
     snprintf(path, sizeof path, "/proc/%d/ns/pid", root2);
     if ((e = open_in(c, listener, b, path, &nsfd))) goto out;
     if ((e = open_in(c, listener, b, "/proc/self/ns/pid", &own))) goto out;
-    if ((e = inject_notified(c, listener, b, b->rip, __NR_setns,
+    if ((e = inject_notified(c, listener, b, UNTRACED_IP, __NR_setns,
                              (uint64_t[6]){ (uint64_t)nsfd, CLONE_NEWPID, 0, 0, 0, 0 }, &res, NULL)))
         goto out;
     if (res) { e = (int)res; goto out; }
@@ -1237,7 +1247,7 @@ static int copy_child(int c, int listener, const struct user_regs_struct *b, int
     if (!e) y = helper ? pid_in(c, helper) : 0;
     {
         long back;
-        int e2 = inject_notified(c, listener, b, b->rip, __NR_setns,
+        int e2 = inject_notified(c, listener, b, UNTRACED_IP, __NR_setns,
                                  (uint64_t[6]){ (uint64_t)own, CLONE_NEWPID, 0, 0, 0, 0 }, &back,
                                  NULL);
         if (!e && (e2 || back)) e = e2 ? e2 : (int)back;
@@ -1248,18 +1258,18 @@ static int copy_child(int c, int listener, const struct user_regs_struct *b, int
      * registers are c's */
     e = clone_with_pid(helper, listener, b, pid, SIGCHLD, born);
     if (!e) {                       /* the copy has the helper's descriptors: not these */
-        inject(*born, b, b->rip, __NR_close, (uint64_t)nsfd, 0, 0, &res);
-        inject(*born, b, b->rip, __NR_close, (uint64_t)own, 0, 0, &res);
+        inject(*born, b, UNTRACED_IP, __NR_close, (uint64_t)nsfd, 0, 0, &res);
+        inject(*born, b, UNTRACED_IP, __NR_close, (uint64_t)own, 0, 0, &res);
     }
 out:
     if (helper) {                   /* killed, and reaped by c: c has no child more */
         kill(helper, SIGKILL);
         while (waitpid(helper, &st, __WALL) < 0 && errno == EINTR) {}
         long reaped;
-        inject(c, b, b->rip, __NR_wait4, (uint64_t)y, 0, __WALL, &reaped);
+        inject(c, b, UNTRACED_IP, __NR_wait4, (uint64_t)y, 0, __WALL, &reaped);
     }
-    if (nsfd >= 0) inject(c, b, b->rip, __NR_close, (uint64_t)nsfd, 0, 0, &res);
-    if (own >= 0) inject(c, b, b->rip, __NR_close, (uint64_t)own, 0, 0, &res);
+    if (nsfd >= 0) inject(c, b, UNTRACED_IP, __NR_close, (uint64_t)nsfd, 0, 0, &res);
+    if (own >= 0) inject(c, b, UNTRACED_IP, __NR_close, (uint64_t)own, 0, 0, &res);
     return e;
 }
 
@@ -1305,18 +1315,18 @@ static int reopen_files(int child, int listener, const struct user_regs_struct *
         long fd, res;
         int e;
         uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, (uint64_t)(r->flags | O_CLOEXEC), 0, 0, 0 };
-        if ((e = inject_with(child, listener, b, b->rip, __NR_openat, a, 1, path, len, &fd)))
+        if ((e = inject_with(child, listener, b, UNTRACED_IP, __NR_openat, a, 1, path, len, &fd)))
             return e;
         if (fd < 0) return (int)fd;
-        e = inject_notified(child, listener, b, b->rip, __NR_dup3,
+        e = inject_notified(child, listener, b, UNTRACED_IP, __NR_dup3,
                             (uint64_t[6]){ (uint64_t)fd, (uint64_t)r->fd,
                                            r->cloexec ? O_CLOEXEC : 0, 0, 0, 0 }, &res, NULL);
         long closed;
-        inject(child, b, b->rip, __NR_close, (uint64_t)fd, 0, 0, &closed);
+        inject(child, b, UNTRACED_IP, __NR_close, (uint64_t)fd, 0, 0, &closed);
         if (e) return e;
         if (res != r->fd) return res < 0 ? (int)res : -EBADF;
         if (r->pos) {
-            if ((e = inject_notified(child, listener, b, b->rip, __NR_lseek,
+            if ((e = inject_notified(child, listener, b, UNTRACED_IP, __NR_lseek,
                                      (uint64_t[6]){ (uint64_t)r->fd, (uint64_t)r->pos, SEEK_SET,
                                                     0, 0, 0 }, &res, NULL)))
                 return e;
@@ -1358,7 +1368,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
     {
         const struct cmc_tree_proc *r = &procs[0];
         const struct user_regs_struct *b = &ts[r->first].again;
-        if ((e = inject_notified(tids[r->first], listener, b, b->rip, __NR_clone,
+        if ((e = inject_notified(tids[r->first], listener, b, UNTRACED_IP, __NR_clone,
                                  (uint64_t[6]){ CLONE_NEWPID, 0, 0, 0, 0, 0 }, &res, &root2)))
             goto out_copies;
         if (res < 0 || !root2) { e = res < 0 ? (int)res : -ECHILD; root2 = 0; goto out_copies; }
@@ -1403,7 +1413,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
                 e = -EFAULT;
                 goto out_copies;
             }
-            e = inject6(root2, b, b->rip, __NR_rt_sigtimedwait,
+            e = inject6(root2, b, UNTRACED_IP, __NR_rt_sigtimedwait,
                         (uint64_t[6]){ at, 0, at + 8, 8, 0, 0 }, &res);
             cmc_write_mem(root2, at, kept, sizeof kept);
             if (e) goto out_copies;

@@ -45,6 +45,9 @@ TIMER_ABSTIME = 1
 # ids its SIGSEGV handler asks cmc with: the counter, and the program's own action
 # for SIGSEGV.
 TRAP_PAGE, TRAP_PAGE_SIZE = 0x7E5A00000000, 4096
+# ... and in it, a `syscall` the filter lets through unnotified: where cmc makes the
+# calls it injects into a node's stopped threads (csrc's TRAP_UNTRACED_AT)
+TRAP_UNTRACED_AT = 0xFF0
 CLOCK_TSC, CLOCK_SEGV_ACTION = 0x434D4354, 0x434D4353
 SIGSEGV = 11
 CLONE_THREAD = 0x00010000

@@ -26,7 +26,7 @@ from ...errors import NotForkable
 from ..calls.handler import fd_arg
 from ..calls.threads import clone_flags
 from ..linux import _native, procfs
-from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, VFD_BASE
+from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, F_GETFD, F_GETFL, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
 from ..world.content import directory_digest
 from .copyplan import fd_plan, home_address
@@ -75,6 +75,8 @@ def starts_up(t) -> bool:
         return fd_arg(args[0]) < VFD_BASE
     if nr == NR["epoll_ctl"]:
         return fd_arg(args[0]) in proc.epolls and _own(proc, fd_arg(args[2]))
+    if nr == NR["fcntl"] and args[1] & 0xFFFFFFFF in (F_GETFD, F_GETFL):
+        return True        # a reading of a descriptor's flags (Go's os.NewFile of fd 3)
     if nr in _ON_OWN_FD:
         return _own(proc, fd_arg(args[0]))
     return False
