@@ -891,25 +891,79 @@ struct thread_state {
     uint64_t robust, robust_len;     /* set_robust_list */
     struct rseq_config rseq;
     struct stack_rec ss;
+    int valid;                       /* read: to be set back if the fork fails */
 };
 
 #define CLONE_A_THREAD (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD \
                         | CLONE_SYSVSEM)
 
-/* Stop thread tid, held in notification held, at its system call: *ts gets its
- * registers (as about to make the call again) and what the kernel keeps for it. */
-static int stop_thread(int tid, int listener, uint64_t held, struct thread_state *ts,
-                       int first)
+/* One call in each of m stopped threads at once: every thread is stepped into its call
+ * (registers bases[i], at the untraced `syscall`, arguments args[i]) before any is
+ * waited for, so that their round trips overlap. With len > 0, argument `arg` of each
+ * points at its len bytes of bufs, put at the thread's stack pointer (what is there
+ * kept and put back) and read back after the call. res[i]: each call's result. Every
+ * thread stepped is waited for, whatever fails; the first failure is returned. */
+static int batch_call(int m, const int *tids, const struct user_regs_struct *const *bases,
+                      long nr, uint64_t (*args)[6], int arg, unsigned char *bufs, size_t len,
+                      long *res)
+{
+    if (m <= 0) return 0;
+    int e = 0;
+    unsigned char *kept = calloc((size_t)m, len ? len : 1);
+    uint64_t *at = calloc((size_t)m, sizeof *at);
+    char *going = calloc((size_t)m, 1);
+    if (!kept || !at || !going) { e = -ENOMEM; goto out; }
+    for (int i = 0; i < m; i++) {
+        struct user_regs_struct r = *bases[i];
+        if (len) {
+            at[i] = r.rsp & ~(uint64_t)7;
+            if (cmc_read_mem(tids[i], at[i], kept + i * len, len) != (int64_t)len) {
+                e = e ? e : -EFAULT;
+                continue;
+            }
+            if (cmc_write_mem(tids[i], at[i], bufs + i * len, len) != (int64_t)len) {
+                cmc_write_mem(tids[i], at[i], kept + i * len, len);
+                e = e ? e : -EFAULT;
+                continue;
+            }
+            args[i][arg] = at[i];
+            r.rsp = 0;                /* not "on the signal stack", for sigaltstack */
+        }
+        int s = step_into_call(tids[i], &r, UNTRACED_IP, nr, args[i]);
+        if (s) {
+            if (len) cmc_write_mem(tids[i], at[i], kept + i * len, len);
+            e = e ? e : s;
+            continue;
+        }
+        going[i] = 1;
+    }
+    for (int i = 0; i < m; i++) {
+        if (!going[i]) continue;
+        int st, s = wait_traced(tids[i], &st, 2000);
+        if (!s && (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP || (st >> 16))) s = -EPROTO;
+        if (!s) s = call_result(tids[i], UNTRACED_IP, &res[i]);
+        if (len) {
+            if (!s && cmc_read_mem(tids[i], at[i], bufs + i * len, len) != (int64_t)len)
+                s = -EFAULT;
+            if (cmc_write_mem(tids[i], at[i], kept + i * len, len) != (int64_t)len && !s)
+                s = -EFAULT;
+        }
+        e = e ? e : s;
+    }
+out:
+    free(kept);
+    free(at);
+    free(going);
+    return e;
+}
+
+/* Thread tid, interrupted out of its call (held in notification held, or 0: asleep
+ * natively), once it stops: *ts gets its registers (as about to make the call again)
+ * and what the kernel keeps for it, but its alternate signal stack. */
+static int read_stopped(int tid, uint64_t held, struct thread_state *ts)
 {
     int st, e;
     struct user_regs_struct saved;
-    /* The interrupt is queued first: the throw-away answer then returns into a
-     * ptrace stop, before the program can see it. */
-    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0)) return -errno;
-    if (held) {
-        e = cmc_respond(listener, held, 0, EINTR, 0);
-        if (e && e != -ENOENT) return e;
-    }
     if ((e = wait_traced(tid, &st, 2000))) return e;
     if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP) return -EPROTO;
     if (ptrace(PTRACE_GETREGS, tid, 0, &saved)) return -errno;
@@ -924,52 +978,136 @@ static int stop_thread(int tid, int listener, uint64_t held, struct thread_state
     ts->again.rip = saved.rip - 2;
     ts->again.rax = saved.orig_rax;
     ts->again.orig_rax = (uint64_t)-1;
+    ts->valid = 1;
     if (ptrace(PTRACE_GETSIGMASK, tid, sizeof ts->mask, &ts->mask)) return -errno;
     if (syscall(SYS_get_robust_list, tid, &ts->robust, &ts->robust_len)) return -errno;
     if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, sizeof ts->rseq, &ts->rseq) < 0)
         memset(&ts->rseq, 0, sizeof ts->rseq);       /* a kernel before 5.13: none */
     ts->ss.flags = 2;                                 /* SS_DISABLE */
-    if (!first) {                  /* the forking thread's goes with the fork */
-        long res;
-        uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-        if ((e = inject_with(tid, listener, &ts->again, UNTRACED_IP, __NR_sigaltstack, a, 1,
-                             &ts->ss, sizeof ts->ss, &res)))
-            return e;
-        if (res) return (int)res;
-    }
     return 0;
 }
 
-/* In the copy's new thread tid (a bare clone of its first thread): what the kernel
- * kept for the original thread (st), then its registers. */
-static int dress_thread(int tid, int listener, const struct thread_state *ts, uint64_t ctid,
-                        int whole)
+/* Stop threads tids[0, n), each held in notification held[i] (0: asleep natively), at
+ * their system calls, all at once: every interrupt queued first (the throw-away answer
+ * then returns into a ptrace stop, before the program can see it), every held call
+ * answered, then each stop read (read_stopped), then the alternate signal stack of
+ * each thread but the first of its process (first[i]: whose goes with the fork) asked
+ * by a `sigaltstack` injected into all of them together. */
+static int stop_threads(int listener, int n, const int *tids, const uint64_t *held,
+                        struct thread_state *ts, const char *first)
+{
+    int e = 0;
+    for (int i = 0; i < n; i++)
+        if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0)) return -errno;
+    for (int i = 0; i < n; i++)
+        if (held[i]) {
+            int r = cmc_respond(listener, held[i], 0, EINTR, 0);
+            if (r && r != -ENOENT && !e) e = r;
+        }
+    for (int i = 0; i < n; i++) {           /* each waited for, to be set back */
+        int r = read_stopped(tids[i], held[i], &ts[i]);
+        if (r && !e) e = r;
+    }
+    if (e) return e;
+    int m = 0, *who = calloc((size_t)n, sizeof *who);
+    const struct user_regs_struct **bases = calloc((size_t)n, sizeof *bases);
+    uint64_t (*args)[6] = calloc((size_t)n, sizeof *args);
+    struct stack_rec *ss = calloc((size_t)n, sizeof *ss);
+    long *res = calloc((size_t)n, sizeof *res);
+    int *ids = calloc((size_t)n, sizeof *ids);
+    if (!who || !bases || !args || !ss || !res || !ids) { e = -ENOMEM; goto out; }
+    for (int i = 0; i < n; i++)
+        if (!first[i]) {
+            who[m] = i;
+            ids[m] = tids[i];
+            bases[m++] = &ts[i].again;
+        }
+    e = batch_call(m, ids, bases, __NR_sigaltstack, args, 1, (unsigned char *)ss, sizeof *ss,
+                   res);
+    for (int j = 0; j < m && !e; j++) {
+        if (res[j]) e = (int)res[j];
+        ts[who[j]].ss = ss[j];
+    }
+out:
+    free(who);
+    free(bases);
+    free(args);
+    free(ss);
+    free(res);
+    free(ids);
+    return e;
+}
+
+/* In the copy's new threads tids[0, m) (bare clones of its first thread, their
+ * clear_child_tid set by the clone): what the kernel kept for each original thread
+ * (ts[i]), a call at a time in all of them together, then its mask and registers. */
+static int dress_threads(int m, const int *tids, const struct thread_state *ts)
+{
+    if (m <= 0) return 0;
+    int e = 0, k;
+    const struct user_regs_struct **bases = calloc((size_t)m, sizeof *bases);
+    uint64_t (*args)[6] = calloc((size_t)m, sizeof *args);
+    struct stack_rec *ss = calloc((size_t)m, sizeof *ss);
+    long *res = calloc((size_t)m, sizeof *res);
+    int *ids = calloc((size_t)m, sizeof *ids);
+    if (!bases || !args || !ss || !res || !ids) { e = -ENOMEM; goto out; }
+    for (int call = 0; call < 3 && !e; call++) {
+        k = 0;
+        for (int i = 0; i < m; i++) {
+            const struct thread_state *t = &ts[i];
+            uint64_t *a = args[k];
+            memset(a, 0, sizeof args[k]);
+            if (call == 0 && !(t->ss.flags & 2)) {
+                ss[k] = t->ss;
+                ss[k].flags &= ~1;                    /* SS_ONSTACK is a reading only */
+            } else if (call == 1 && t->robust) {
+                a[0] = t->robust;
+                a[1] = t->robust_len;
+            } else if (call == 2 && t->rseq.ptr) {
+                a[0] = t->rseq.ptr;
+                a[1] = t->rseq.size;
+                a[3] = t->rseq.sig;
+            } else {
+                continue;
+            }
+            ids[k] = tids[i];
+            bases[k++] = &t->again;
+        }
+        static const long nrs[3] = { __NR_sigaltstack, __NR_set_robust_list, __NR_rseq };
+        e = call == 0 ? batch_call(k, ids, bases, nrs[call], args, 0, (unsigned char *)ss,
+                                   sizeof *ss, res)
+                      : batch_call(k, ids, bases, nrs[call], args, 0, NULL, 0, res);
+        for (int j = 0; j < k && !e; j++)
+            if (res[j]) e = (int)res[j];
+    }
+    for (int i = 0; i < m && !e; i++) {
+        if (ptrace(PTRACE_SETSIGMASK, tids[i], sizeof ts[i].mask, &ts[i].mask)) e = -errno;
+        else if (ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again)) e = -errno;
+    }
+out:
+    free(bases);
+    free(args);
+    free(ss);
+    free(res);
+    free(ids);
+    return e;
+}
+
+/* The copy's first thread (a fork clears its robust list and its clear_child_tid):
+ * those set again, then its registers. */
+static int dress_first(int tid, const struct thread_state *ts, uint64_t ctid)
 {
     long res;
     int e;
     const struct user_regs_struct *b = &ts->again;
-    uint64_t ip = UNTRACED_IP;
-    if (whole && !(ts->ss.flags & 2)) {
-        uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-        struct stack_rec ss = ts->ss;
-        ss.flags &= ~1;                               /* SS_ONSTACK is a reading only */
-        if ((e = inject_with(tid, listener, b, ip, __NR_sigaltstack, a, 0, &ss, sizeof ss, &res)))
-            return e;
-        if (res) return (int)res;
-    }
     if (ts->robust) {
-        if ((e = inject(tid, b, ip, __NR_set_robust_list, ts->robust, ts->robust_len, 0, &res)))
+        if ((e = inject(tid, b, UNTRACED_IP, __NR_set_robust_list, ts->robust, ts->robust_len,
+                        0, &res)))
             return e;
         if (res) return (int)res;
     }
-    if (ctid && (e = inject(tid, b, ip, __NR_set_tid_address, ctid, 0, 0, &res)))
+    if (ctid && (e = inject(tid, b, UNTRACED_IP, __NR_set_tid_address, ctid, 0, 0, &res)))
         return e;
-    if (whole && ts->rseq.ptr) {
-        uint64_t a[6] = { ts->rseq.ptr, ts->rseq.size, 0, ts->rseq.sig, 0, 0 };
-        if ((e = inject6(tid, b, ip, __NR_rseq, a, &res))) return e;
-        if (res) return (int)res;
-    }
-    if (whole && ptrace(PTRACE_SETSIGMASK, tid, sizeof ts->mask, &ts->mask)) return -errno;
     if (ptrace(PTRACE_SETREGS, tid, 0, b)) return -errno;
     return 0;
 }
@@ -1012,14 +1150,14 @@ static int make_threads(int child, int listener, struct thread_state *ts, const 
  * for a tree, its end ends every copy in its namespace) and reaped, every copy let go
  * (made[]), and the originals, each about to make its held call again, let go. */
 static void end_fork(int child, const int *made, int nmade, const int *tids,
-                     const struct thread_state *ts, int stopped, int seized)
+                     const struct thread_state *ts, int seized)
 {
     if (child) kill(child, SIGKILL);
     for (int i = 0; i < nmade; i++)
         if (made[i]) ptrace(PTRACE_DETACH, made[i], 0, 0);
     if (child) while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR) {}
-    for (int i = 0; i < stopped; i++)
-        ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
+    for (int i = 0; i < seized; i++)
+        if (ts[i].valid) ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
     for (int i = 0; i < seized; i++)
         ptrace(PTRACE_DETACH, tids[i], 0, 0);
 }
@@ -1035,7 +1173,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
     pthread_sigmask(SIG_BLOCK, &chld, &old);
     struct thread_state *ts = calloc((size_t)n, sizeof *ts);
     int *made = calloc((size_t)n, sizeof *made);     /* the copy's threads */
-    int seized = 0, stopped = 0, st, e = 0, child = 0;
+    int seized = 0, st, e = 0, child = 0;
     long res;
     if (!ts || !made) { e = -ENOMEM; goto out; }
     /* EXITKILL: should cmc die while it holds them, the node and its copy die too.
@@ -1048,10 +1186,14 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
             e = -errno;
             goto out_detach;
         }
-    for (; stopped < n; stopped++)
-        if ((e = stop_thread(tids[stopped], listener, held[stopped], &ts[stopped],
-                             stopped == 0)))
-            goto out_restore;
+    {
+        char *first = calloc((size_t)n, 1);       /* the forking thread's goes with the fork */
+        if (!first) { e = -ENOMEM; goto out_restore; }
+        first[0] = 1;
+        e = stop_threads(listener, n, tids, held, ts, first);
+        free(first);
+        if (e) goto out_restore;
+    }
     /* The fork, from the first thread: the copy's first thread is its copy. */
     {
         uint64_t a[6] = { CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 };
@@ -1095,7 +1237,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
 out_child:
 out_restore:
 out_detach:
-    end_fork(child, made, n, tids, ts, stopped, seized);
+    end_fork(child, made, n, tids, ts, seized);
 out:
     free(ts);
     free(made);
@@ -1106,8 +1248,9 @@ out:
 /* ---- copies of process trees (cmc_fork_tree) --------------------------------- */
 
 /* The first thread of a process made by a clone or fork (stopped at its birth, a
- * copy of thread `like`): its other threads made as its original's (tids[1..k)),
- * each dressed as in cmc_fork_threads, then its first itself. made[] gets them. */
+ * copy of thread `like`): its other threads made as its original's (tids[1..k)), each
+ * a clone (with its clear_child_tid) then dressed (dress_threads, all together), then
+ * its first itself. made[] gets them. */
 static int make_threads(int child, int listener, struct thread_state *ts, const uint64_t *ctids,
                         int k, int *made)
 {
@@ -1115,18 +1258,21 @@ static int make_threads(int child, int listener, struct thread_state *ts, const 
     int st, e;
     made[0] = child;
     for (int i = 1; i < k; i++) {
-        uint64_t a[6] = { CLONE_A_THREAD, 0, 0, 0, 0, 0 };
+        uint64_t a[6] = { CLONE_A_THREAD | (ctids[i] ? CLONE_CHILD_CLEARTID : 0), 0, 0,
+                          ctids[i], 0, 0 };
         int t = 0;
         if ((e = inject_notified(child, listener, &ts[0].again, UNTRACED_IP, __NR_clone, a,
                                  &res, &t)))
             return e;
         if (res < 0 || !t) return res < 0 ? (int)res : -ECHILD;
         made[i] = t;
-        if ((e = wait_traced(t, &st, 2000))) return e;
-        if (!WIFSTOPPED(st)) return -EPROTO;
-        if ((e = dress_thread(t, listener, &ts[i], ctids[i], 1))) return e;
     }
-    return dress_thread(child, listener, &ts[0], ctids[0], 0);
+    for (int i = 1; i < k; i++) {
+        if ((e = wait_traced(made[i], &st, 2000))) return e;
+        if (!WIFSTOPPED(st)) return -EPROTO;
+    }
+    if ((e = dress_threads(k - 1, made + 1, ts + 1))) return e;
+    return dress_first(child, &ts[0], ctids[0]);
 }
 
 /* In a copy stopped at its birth (registers b): its working directory cwd, its
@@ -1348,7 +1494,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
     pthread_sigmask(SIG_BLOCK, &chld, &old);
     struct thread_state *ts = calloc((size_t)n, sizeof *ts);
     int *made = calloc((size_t)n + (size_t)np, sizeof *made);
-    int seized = 0, stopped = 0, st, e = 0, root2 = 0, zombies = 0;
+    int seized = 0, st, e = 0, root2 = 0, zombies = 0;
     long res;
     if (!ts || !made) { e = -ENOMEM; goto out; }
     for (; seized < n; seized++)
@@ -1357,12 +1503,14 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
             e = -errno;
             goto out_detach;
         }
-    for (; stopped < n; stopped++) {
-        int first = 0;
+    {
+        char *first = calloc((size_t)n, 1);       /* each process's forking thread */
+        if (!first) { e = -ENOMEM; goto out_restore; }
         for (int p = 0; p < np; p++)
-            if (procs[p].nthreads && procs[p].first == stopped) first = 1;
-        if ((e = stop_thread(tids[stopped], listener, held[stopped], &ts[stopped], first)))
-            goto out_restore;
+            if (procs[p].nthreads) first[procs[p].first] = 1;
+        e = stop_threads(listener, n, tids, held, ts, first);
+        free(first);
+        if (e) goto out_restore;
     }
     /* the root's copy: the first process of a new PID namespace */
     {
@@ -1428,7 +1576,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
 out_copies:
 out_restore:
 out_detach:
-    end_fork(root2, made, n, tids, ts, stopped, seized);
+    end_fork(root2, made, n, tids, ts, seized);
 out:
     free(ts);
     free(made);

@@ -178,21 +178,32 @@ def mapping_at(pid: int, addr: int) -> tuple[int, int, int, str] | None:
     return None
 
 
-def file_mappings(pid: int) -> list[tuple[int, int, str, int, str, int]]:
+def file_mappings(pid: int, private_under: str = "/") -> list[tuple[int, int, str, int, str, int]]:
     """(start, end, permissions as "rw-s", file offset, path, kB of private copies of
-    its pages) of each of pid's mappings with a file behind it, from its smaps.
+    its pages) of each of pid's mappings with a file behind it. The kB are read (from
+    smaps, whose every read walks the process's page tables: 0.6 ms for a Go program)
+    only where a private mapping of a file under `private_under` exists, else 0.
     Raises OSError when pid is gone."""
     out: list = []
-    with open(_path(pid, "smaps")) as f:
+    with open(_path(pid, "maps")) as f:
         for line in f:
             head = line.split(None, 5)
-            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
-                path = head[5].strip() if len(head) == 6 else ""
+            path = head[5].strip() if len(head) == 6 else ""
+            if path.startswith("/"):
                 start, end = (int(x, 16) for x in head[0].split("-"))
                 out.append([start, end, head[1], int(head[2], 16), path, 0])
-            elif head[0] == "Anonymous:" and out:
-                out[-1][5] = int(head[1])
-    return [tuple(m) for m in out if m[4].startswith("/")]
+    if any(m[2][3] == "p" and m[4].startswith(private_under) for m in out):
+        copied, start = {}, None
+        with open(_path(pid, "smaps")) as f:
+            for line in f:
+                head = line.split(None, 2)
+                if "-" in head[0] and not head[0].endswith(":"):
+                    start = int(head[0].split("-")[0], 16)
+                elif head[0] == "Anonymous:" and start is not None:
+                    copied[start] = int(head[1])
+        for m in out:
+            m[5] = copied.get(m[0], 0)
+    return [tuple(m) for m in out]
 
 
 def ns_pid(pid: int) -> int:

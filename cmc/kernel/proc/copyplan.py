@@ -100,7 +100,7 @@ def _process_plan(node, pid: int) -> tuple[list[tuple], dict[str, list]]:
     cwd = node.cwd
     try:
         plan, pipes, epolls = [], {}, []
-        for start, end, perms, offset, path, copied in procfs.file_mappings(pid):
+        for start, end, perms, offset, path, copied in procfs.file_mappings(pid, cwd + "/"):
             if path.startswith((cwd + ".shm/", "/SYSV")):
                 raise NotForkable(f"node {node.name} maps a shared-memory object")
             if not path.startswith(cwd + "/"):
