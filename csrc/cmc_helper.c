@@ -957,6 +957,37 @@ out:
     return e;
 }
 
+/* What batch_call takes for up to n threads: their ids, registers, arguments, a
+ * stack_t each (sigaltstack's), results. */
+struct batch {
+    int *ids;
+    const struct user_regs_struct **bases;
+    uint64_t (*args)[6];
+    struct stack_rec *ss;
+    long *res;
+};
+
+static void batch_free(struct batch *b)
+{
+    free(b->ids);
+    free(b->bases);
+    free(b->args);
+    free(b->ss);
+    free(b->res);
+}
+
+static int batch_alloc(struct batch *b, int n)
+{
+    b->ids = calloc((size_t)n, sizeof *b->ids);
+    b->bases = calloc((size_t)n, sizeof *b->bases);
+    b->args = calloc((size_t)n, sizeof *b->args);
+    b->ss = calloc((size_t)n, sizeof *b->ss);
+    b->res = calloc((size_t)n, sizeof *b->res);
+    if (b->ids && b->bases && b->args && b->ss && b->res) return 0;
+    batch_free(b);
+    return -ENOMEM;
+}
+
 /* Thread tid, interrupted out of its call (held in notification held, or 0: asleep
  * natively), once it stops: *ts gets its registers (as about to make the call again)
  * and what the kernel keeps for it, but its alternate signal stack. */
@@ -1010,31 +1041,22 @@ static int stop_threads(int listener, int n, const int *tids, const uint64_t *he
     }
     if (e) return e;
     int m = 0, *who = calloc((size_t)n, sizeof *who);
-    const struct user_regs_struct **bases = calloc((size_t)n, sizeof *bases);
-    uint64_t (*args)[6] = calloc((size_t)n, sizeof *args);
-    struct stack_rec *ss = calloc((size_t)n, sizeof *ss);
-    long *res = calloc((size_t)n, sizeof *res);
-    int *ids = calloc((size_t)n, sizeof *ids);
-    if (!who || !bases || !args || !ss || !res || !ids) { e = -ENOMEM; goto out; }
+    struct batch b;
+    if (!who || batch_alloc(&b, n)) { free(who); return -ENOMEM; }
     for (int i = 0; i < n; i++)
         if (!first[i]) {
             who[m] = i;
-            ids[m] = tids[i];
-            bases[m++] = &ts[i].again;
+            b.ids[m] = tids[i];
+            b.bases[m++] = &ts[i].again;
         }
-    e = batch_call(m, ids, bases, __NR_sigaltstack, args, 1, (unsigned char *)ss, sizeof *ss,
-                   res);
+    e = batch_call(m, b.ids, b.bases, __NR_sigaltstack, b.args, 1, (unsigned char *)b.ss,
+                   sizeof *b.ss, b.res);
     for (int j = 0; j < m && !e; j++) {
-        if (res[j]) e = (int)res[j];
-        ts[who[j]].ss = ss[j];
+        if (b.res[j]) e = (int)b.res[j];
+        ts[who[j]].ss = b.ss[j];
     }
-out:
     free(who);
-    free(bases);
-    free(args);
-    free(ss);
-    free(res);
-    free(ids);
+    batch_free(&b);
     return e;
 }
 
@@ -1045,12 +1067,10 @@ static int dress_threads(int m, const int *tids, const struct thread_state *ts)
 {
     if (m <= 0) return 0;
     int e = 0, k;
-    const struct user_regs_struct **bases = calloc((size_t)m, sizeof *bases);
-    uint64_t (*args)[6] = calloc((size_t)m, sizeof *args);
-    struct stack_rec *ss = calloc((size_t)m, sizeof *ss);
-    long *res = calloc((size_t)m, sizeof *res);
-    int *ids = calloc((size_t)m, sizeof *ids);
-    if (!bases || !args || !ss || !res || !ids) { e = -ENOMEM; goto out; }
+    struct batch b;
+    if (batch_alloc(&b, m)) return -ENOMEM;
+    uint64_t (*args)[6] = b.args;
+    struct stack_rec *ss = b.ss;
     for (int call = 0; call < 3 && !e; call++) {
         k = 0;
         for (int i = 0; i < m; i++) {
@@ -1070,26 +1090,20 @@ static int dress_threads(int m, const int *tids, const struct thread_state *ts)
             } else {
                 continue;
             }
-            ids[k] = tids[i];
-            bases[k++] = &t->again;
+            b.ids[k] = tids[i];
+            b.bases[k++] = &t->again;
         }
         static const long nrs[3] = { __NR_sigaltstack, __NR_set_robust_list, __NR_rseq };
-        e = call == 0 ? batch_call(k, ids, bases, nrs[call], args, 0, (unsigned char *)ss,
-                                   sizeof *ss, res)
-                      : batch_call(k, ids, bases, nrs[call], args, 0, NULL, 0, res);
+        e = batch_call(k, b.ids, b.bases, nrs[call], args, 0, call ? NULL : (unsigned char *)ss,
+                       call ? 0 : sizeof *ss, b.res);
         for (int j = 0; j < k && !e; j++)
-            if (res[j]) e = (int)res[j];
+            if (b.res[j]) e = (int)b.res[j];
     }
     for (int i = 0; i < m && !e; i++) {
         if (ptrace(PTRACE_SETSIGMASK, tids[i], sizeof ts[i].mask, &ts[i].mask)) e = -errno;
         else if (ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again)) e = -errno;
     }
-out:
-    free(bases);
-    free(args);
-    free(ss);
-    free(res);
-    free(ids);
+    batch_free(&b);
     return e;
 }
 
