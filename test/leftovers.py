@@ -134,9 +134,10 @@ def run_and_end(tmp: pathlib.Path, mode: str, death: str, wrap: bool | str = Fal
     if death not in ("exit", "error"):
         workers = 2 if "--workers" in mode else 0
         # wait until the search is under way: node processes (and the workers) run
+        # (a loaded machine has taken a minute to start Python and the first node)
         ok = _wait_until(lambda: any(str(tmp / "bin" / "durlog ") in a
                                      for _, _, a in processes(tmp))
-                         and len(_children(p.pid, tmp)) >= workers)
+                         and len(_children(p.pid, tmp)) >= workers, timeout=300)
         assert ok, f"the search never got under way: {processes(tmp)}"
         if death == "Ctrl-C":
             os.killpg(p.pid, signal.SIGINT)       # as a terminal does: the whole group
