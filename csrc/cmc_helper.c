@@ -26,7 +26,6 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/signalfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -775,106 +774,32 @@ static int call_result(int pid, uint64_t ip, long *result)
     return 0;
 }
 
-static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
-                   const uint64_t a[6], long *result)
+/* inject6, where a fork or clone on the way (its ptrace event stop) gives the new
+ * task's id in *born. The calls of cmc's copies are made at the untraced `syscall`
+ * (UNTRACED_IP), so none of them waits for a notification's answer. */
+static int inject_born(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                       const uint64_t a[6], long *result, int *born)
 {
     int st, e;
     if ((e = step_into_call(pid, base, ip, nr, a))) return e;
-    if ((e = wait_traced(pid, &st, 2000))) return e;
+    for (;;) {
+        if ((e = wait_traced(pid, &st, 2000))) return e;
+        if (!WIFSTOPPED(st) || ((st >> 16) != PTRACE_EVENT_FORK
+                                && (st >> 16) != PTRACE_EVENT_CLONE))
+            break;
+        unsigned long msg = 0;
+        ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
+        if (born) *born = (int)msg;
+        if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0)) return -errno;
+    }
     if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP || (st >> 16)) return -EPROTO;
     return call_result(pid, ip, result);
 }
 
-/* A signalfd of SIGCHLD (which the callers block while they trace): readable when a
- * traced task stops. Made once; -errno when it cannot be. */
-static int sigchld_fd(void)
+static int inject6(int pid, const struct user_regs_struct *base, uint64_t ip, long nr,
+                   const uint64_t a[6], long *result)
 {
-    static int fd = -1;
-    if (fd < 0) {
-        sigset_t chld;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (fd < 0) return -errno;
-    }
-    return fd;
-}
-
-/* inject6 for the copies of --fast, where a call may be one the filter notifies
- * (clone, sigaltstack, openat, a shared writable mmap under a disk model): its
- * notification is let through (CONTINUE) -- every other process on the listener
- * is frozen in a call already received -- and a fork or clone on the way gives the
- * new task's id in *born. */
-static int inject_notified(int tid, int listener, const struct user_regs_struct *base,
-                           uint64_t ip, long nr, const uint64_t a[6], long *result, int *born)
-{
-    int st, e;
-    if ((e = step_into_call(tid, base, ip, nr, a))) return e;
-    int chld = sigchld_fd();
-    if (chld < 0) return chld;
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
-        if (w < 0 && errno != EINTR) return -errno;
-        if (w == tid) {
-            if (WIFSTOPPED(st) && ((st >> 16) == PTRACE_EVENT_FORK
-                                   || (st >> 16) == PTRACE_EVENT_CLONE)) {
-                unsigned long msg = 0;
-                ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
-                if (born) *born = (int)msg;
-                if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0)) return -errno;
-                continue;
-            }
-            if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !(st >> 16)) break;  /* stepped */
-            return -EPROTO;
-        }
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = 2000 - ((now.tv_sec - start.tv_sec) * 1000
-                            + (now.tv_nsec - start.tv_nsec) / 1000000);
-        if (left <= 0) return -ETIMEDOUT;
-        /* woken by the call's notification, or by the stop (SIGCHLD, blocked, read on
-         * a signalfd); in slices of 2 ms, since in a process of several threads (a Ray
-         * actor) another thread may take the SIGCHLD */
-        struct pollfd pf[2] = { { listener, POLLIN, 0 }, { chld, POLLIN, 0 } };
-        if (poll(pf, 2, left < 2 ? (int)left : 2) < 0 && errno != EINTR) return -errno;
-        if (pf[1].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(chld, &si, sizeof si) == sizeof si) {}
-        }
-        if (pf[0].revents & POLLIN) {
-            struct cmc_notif n;
-            if ((e = cmc_recv(listener, &n))) return e;
-            if ((int)n.pid != tid || n.nr != nr) {
-                cmc_respond(listener, n.id, 0, EAGAIN, 0);
-                return -EBUSY;
-            }
-            if ((e = cmc_respond(listener, n.id, 0, 0, 1))) return e;
-        }
-    }
-    return call_result(tid, ip, result);
-}
-
-/* A call of tid whose argument `arg` points at len bytes: they are put at the
- * thread's stack pointer (what is there kept and put back: every thread is stopped),
- * and read back after the call into buf. */
-static int inject_with(int tid, int listener, const struct user_regs_struct *base, uint64_t ip,
-                       long nr, uint64_t a[6], int arg, void *buf, size_t len, long *result)
-{
-    unsigned char kept[4096];
-    if (len > sizeof kept) return -E2BIG;
-    uint64_t at = base->rsp & ~(uint64_t)7;
-    if (cmc_read_mem(tid, at, kept, len) != (int64_t)len) return -EFAULT;
-    if (cmc_write_mem(tid, at, buf, len) != (int64_t)len) return -EFAULT;
-    a[arg] = at;
-    /* not "on the signal stack" for sigaltstack, whatever the thread's own rsp */
-    struct user_regs_struct r = *base;
-    r.rsp = 0;
-    int e = inject_notified(tid, listener, &r, ip, nr, a, result, NULL);
-    if (!e && cmc_read_mem(tid, at, buf, len) != (int64_t)len) e = -EFAULT;
-    if (cmc_write_mem(tid, at, kept, len) != (int64_t)len && !e) e = -EFAULT;
-    return e;
+    return inject_born(pid, base, ip, nr, a, result, NULL);
 }
 
 #ifndef PTRACE_GET_RSEQ_CONFIGURATION
@@ -955,6 +880,14 @@ out:
     free(at);
     free(going);
     return e;
+}
+
+/* One call of thread tid whose argument `arg` points at len bytes of buf, as
+ * batch_call makes them. */
+static int inject_with(int tid, const struct user_regs_struct *base, long nr, uint64_t a[6],
+                       int arg, void *buf, size_t len, long *result)
+{
+    return batch_call(1, &tid, &base, nr, (uint64_t (*)[6])a, arg, buf, len, result);
 }
 
 /* What batch_call takes for up to n threads: their ids, registers, arguments, a
@@ -1128,7 +1061,7 @@ static int dress_first(int tid, const struct thread_state *ts, uint64_t ctid)
 
 /* In the copy (thread tid, registers b): each mapping of a file of the node's
  * directory mapped again, at its place, from the copy's file. */
-static int remap(int tid, int listener, const struct user_regs_struct *b, int nmaps,
+static int remap(int tid, const struct user_regs_struct *b, int nmaps,
                  const struct cmc_remap *maps)
 {
     long res, fd;
@@ -1142,12 +1075,12 @@ static int remap(int tid, int listener, const struct user_regs_struct *b, int nm
         int writable = (m->prot & PROT_WRITE) && (m->flags & MAP_SHARED);
         uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, (uint64_t)(writable ? O_RDWR : O_RDONLY) | O_CLOEXEC,
                           0, 0, 0 };
-        if ((e = inject_with(tid, listener, b, UNTRACED_IP, __NR_openat, a, 1, path, len, &fd)))
+        if ((e = inject_with(tid, b, __NR_openat, a, 1, path, len, &fd)))
             return e;
         if (fd < 0) return (int)fd;
         uint64_t mm[6] = { m->start, m->len, (uint64_t)m->prot, (uint64_t)(m->flags | MAP_FIXED),
                            (uint64_t)fd, m->offset };
-        e = inject_notified(tid, listener, b, UNTRACED_IP, __NR_mmap, mm, &res, NULL);
+        e = inject6(tid, b, UNTRACED_IP, __NR_mmap, mm, &res);
         long closed;
         int e2 = inject(tid, b, UNTRACED_IP, __NR_close, (uint64_t)fd, 0, 0, &closed);
         if (e) return e;
@@ -1157,7 +1090,7 @@ static int remap(int tid, int listener, const struct user_regs_struct *b, int nm
     return 0;
 }
 
-static int make_threads(int child, int listener, struct thread_state *ts, const uint64_t *ctids,
+static int make_threads(int child, struct thread_state *ts, const uint64_t *ctids,
                         int k, int *made);
 
 /* The end of a fork, made or failed: a failed copy killed (`child`, its first process:
@@ -1211,8 +1144,8 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
     /* The fork, from the first thread: the copy's first thread is its copy. */
     {
         uint64_t a[6] = { CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 };
-        if ((e = inject_notified(tids[0], listener, &ts[0].again, UNTRACED_IP, __NR_clone,
-                                 a, &res, &child)))
+        if ((e = inject_born(tids[0], &ts[0].again, UNTRACED_IP, __NR_clone,
+                             a, &res, &child)))
             goto out_restore;
         if (res < 0 || !child) { e = res < 0 ? (int)res : -ECHILD; goto out_restore; }
     }
@@ -1232,20 +1165,20 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
         if (len > sizeof path) { e = -ENAMETOOLONG; goto out_child; }
         memcpy(path, cwd, len);
         uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-        if ((e = inject_with(child, listener, b, UNTRACED_IP, __NR_chdir, a, 0, path, len, &res)))
+        if ((e = inject_with(child, b, __NR_chdir, a, 0, path, len, &res)))
             goto out_child;
         if (res) { e = (int)res; goto out_child; }
-        if ((e = remap(child, listener, b, nmaps, maps))) goto out_child;
+        if ((e = remap(child, b, nmaps, maps))) goto out_child;
         if (unshare_flags) {         /* namespaces of its own (a zygote's copy: its IPC) */
             uint64_t u[6] = { unshare_flags, 0, 0, 0, 0, 0 };
-            if ((e = inject_notified(child, listener, b, UNTRACED_IP, __NR_unshare, u, &res, NULL)))
+            if ((e = inject6(child, b, UNTRACED_IP, __NR_unshare, u, &res)))
                 goto out_child;
             if (res) { e = (int)res; goto out_child; }
         }
     }
     /* Every other thread: a clone of the first, then made the original's; then the
      * first (a fork clears its robust list and its clear_child_tid) */
-    if ((e = make_threads(child, listener, ts, ctids, n, made))) goto out_child;
+    if ((e = make_threads(child, ts, ctids, n, made))) goto out_child;
     memcpy(out, made, (size_t)n * sizeof *out);
     child = 0;                       /* kept */
 out_child:
@@ -1265,7 +1198,7 @@ out:
  * copy of thread `like`): its other threads made as its original's (tids[1..k)), each
  * a clone (with its clear_child_tid) then dressed (dress_threads, all together), then
  * its first itself. made[] gets them. */
-static int make_threads(int child, int listener, struct thread_state *ts, const uint64_t *ctids,
+static int make_threads(int child, struct thread_state *ts, const uint64_t *ctids,
                         int k, int *made)
 {
     long res;
@@ -1275,8 +1208,8 @@ static int make_threads(int child, int listener, struct thread_state *ts, const 
         uint64_t a[6] = { CLONE_A_THREAD | (ctids[i] ? CLONE_CHILD_CLEARTID : 0), 0, 0,
                           ctids[i], 0, 0 };
         int t = 0;
-        if ((e = inject_notified(child, listener, &ts[0].again, UNTRACED_IP, __NR_clone, a,
-                                 &res, &t)))
+        if ((e = inject_born(child, &ts[0].again, UNTRACED_IP, __NR_clone, a,
+                             &res, &t)))
             return e;
         if (res < 0 || !t) return res < 0 ? (int)res : -ECHILD;
         made[i] = t;
@@ -1291,7 +1224,7 @@ static int make_threads(int child, int listener, struct thread_state *ts, const 
 
 /* In a copy stopped at its birth (registers b): its working directory cwd, its
  * mappings of the node's files made again, its process group pgid (0: its own). */
-static int settle_copy(int child, int listener, const struct user_regs_struct *b, const char *cwd,
+static int settle_copy(int child, const struct user_regs_struct *b, const char *cwd,
                        int nmaps, const struct cmc_remap *maps, int pgid)
 {
     long res;
@@ -1301,11 +1234,11 @@ static int settle_copy(int child, int listener, const struct user_regs_struct *b
     if (len > sizeof path) return -ENAMETOOLONG;
     memcpy(path, cwd, len);
     uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };
-    if ((e = inject_with(child, listener, b, UNTRACED_IP, __NR_chdir, a, 0, path, len, &res))) return e;
+    if ((e = inject_with(child, b, __NR_chdir, a, 0, path, len, &res))) return e;
     if (res) return (int)res;
-    if ((e = remap(child, listener, b, nmaps, maps))) return e;
-    if ((e = inject_notified(child, listener, b, UNTRACED_IP, __NR_setpgid,
-                             (uint64_t[6]){ 0, (uint64_t)pgid, 0, 0, 0, 0 }, &res, NULL)))
+    if ((e = remap(child, b, nmaps, maps))) return e;
+    if ((e = inject6(child, b, UNTRACED_IP, __NR_setpgid,
+                     (uint64_t[6]){ 0, (uint64_t)pgid, 0, 0, 0, 0 }, &res)))
         return e;
     return res ? (int)res : 0;
 }
@@ -1313,7 +1246,7 @@ static int settle_copy(int child, int listener, const struct user_regs_struct *b
 /* clone3 in stopped tracee tid with exit_signal and set_tid = {pid}: its
  * arguments lie at the thread's stack pointer while it runs, and are put back in
  * the caller and in the new process. *born: the new process, stopped at its birth. */
-static int clone_with_pid(int tid, int listener, const struct user_regs_struct *b, int pid,
+static int clone_with_pid(int tid, const struct user_regs_struct *b, int pid,
                           int exit_signal, int *born)
 {
     struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
@@ -1331,7 +1264,7 @@ static int clone_with_pid(int tid, int listener, const struct user_regs_struct *
     int st, e;
     *born = 0;
     uint64_t a[6] = { at, 88, 0, 0, 0, 0 };
-    e = inject_notified(tid, listener, b, UNTRACED_IP, __NR_clone3, a, &res, born);
+    e = inject_born(tid, b, UNTRACED_IP, __NR_clone3, a, &res, born);
     cmc_write_mem(tid, at, kept, sizeof kept);
     if (e) return e;
     if (res < 0 || !*born) return res < 0 ? (int)res : -ECHILD;
@@ -1371,7 +1304,7 @@ static int pid_in(int viewer, int pid)
 }
 
 /* Open path in stopped tracee tid (O_RDONLY | O_CLOEXEC): the descriptor in *fd. */
-static int open_in(int tid, int listener, const struct user_regs_struct *b, const char *path,
+static int open_in(int tid, const struct user_regs_struct *b, const char *path,
                    long *fd)
 {
     char buf[128];
@@ -1379,7 +1312,7 @@ static int open_in(int tid, int listener, const struct user_regs_struct *b, cons
     if (len > sizeof buf) return -ENAMETOOLONG;
     memcpy(buf, path, len);
     uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, O_RDONLY | O_CLOEXEC, 0, 0, 0 };
-    int e = inject_with(tid, listener, b, UNTRACED_IP, __NR_openat, a, 1, buf, len, fd);
+    int e = inject_with(tid, b, __NR_openat, a, 1, buf, len, fd);
     if (e) return e;
     return *fd < 0 ? (int)*fd : 0;
 }
@@ -1387,7 +1320,7 @@ static int open_in(int tid, int listener, const struct user_regs_struct *b, cons
 /* The copy of live child c (a stopped tracee, registers b) into the namespace whose
  * first process is root2 (a host pid), with pid `pid` there: *born, stopped. c is
  * left as it was: its namespace for children, its descriptors, its children. */
-static int copy_child(int c, int listener, const struct user_regs_struct *b, int root2, int pid,
+static int copy_child(int c, const struct user_regs_struct *b, int root2, int pid,
                       int spare, int *born)
 {
     char path[64];
@@ -1395,28 +1328,27 @@ static int copy_child(int c, int listener, const struct user_regs_struct *b, int
     int e, st, helper = 0;
     *born = 0;
     snprintf(path, sizeof path, "/proc/%d/ns/pid", root2);
-    if ((e = open_in(c, listener, b, path, &nsfd))) goto out;
-    if ((e = open_in(c, listener, b, "/proc/self/ns/pid", &own))) goto out;
-    if ((e = inject_notified(c, listener, b, UNTRACED_IP, __NR_setns,
-                             (uint64_t[6]){ (uint64_t)nsfd, CLONE_NEWPID, 0, 0, 0, 0 }, &res, NULL)))
+    if ((e = open_in(c, b, path, &nsfd))) goto out;
+    if ((e = open_in(c, b, "/proc/self/ns/pid", &own))) goto out;
+    if ((e = inject6(c, b, UNTRACED_IP, __NR_setns,
+                     (uint64_t[6]){ (uint64_t)nsfd, CLONE_NEWPID, 0, 0, 0, 0 }, &res)))
         goto out;
     if (res) { e = (int)res; goto out; }
     /* the helper: no exit signal, so that c's own waits never see it, and a pid in the
      * namespace that no process of the tree has (the lowest free one may be a child's) */
-    e = clone_with_pid(c, listener, b, spare, 0, &helper);
+    e = clone_with_pid(c, b, spare, 0, &helper);
     if (!e) y = helper ? pid_in(c, helper) : 0;
     {
         long back;
-        int e2 = inject_notified(c, listener, b, UNTRACED_IP, __NR_setns,
-                                 (uint64_t[6]){ (uint64_t)own, CLONE_NEWPID, 0, 0, 0, 0 }, &back,
-                                 NULL);
+        int e2 = inject6(c, b, UNTRACED_IP, __NR_setns,
+                         (uint64_t[6]){ (uint64_t)own, CLONE_NEWPID, 0, 0, 0, 0 }, &back);
         if (!e && (e2 || back)) e = e2 ? e2 : (int)back;
     }
     if (e) goto out;
     if (y <= 0 || !helper) { e = -ECHILD; goto out; }
     /* the helper, stopped at its birth, stands where c made its clone (rax 0): its
      * registers are c's */
-    e = clone_with_pid(helper, listener, b, pid, SIGCHLD, born);
+    e = clone_with_pid(helper, b, pid, SIGCHLD, born);
     if (!e) {                       /* the copy has the helper's descriptors: not these */
         inject(*born, b, UNTRACED_IP, __NR_close, (uint64_t)nsfd, 0, 0, &res);
         inject(*born, b, UNTRACED_IP, __NR_close, (uint64_t)own, 0, 0, &res);
@@ -1435,11 +1367,11 @@ out:
 
 /* A zombie made again: a child of root2 (stopped, registers b) with pid `pid` in its
  * namespace, that ends with wait status `status` (an exit, or SIGKILL). */
-static int copy_zombie(int root2, int listener, const struct user_regs_struct *b, int pid,
+static int copy_zombie(int root2, const struct user_regs_struct *b, int pid,
                        int status, int *born)
 {
     int e, st, z;
-    if ((e = clone_with_pid(root2, listener, b, pid, SIGCHLD, &z))) return e;
+    if ((e = clone_with_pid(root2, b, pid, SIGCHLD, &z))) return e;
     *born = z;
     if (WIFEXITED(status)) {
         struct user_regs_struct r = *b;
@@ -1462,7 +1394,7 @@ static int copy_zombie(int root2, int listener, const struct user_regs_struct *b
 
 /* The files of reopen[] that are process p's, opened again in its copy (registers b):
  * each at its descriptor, with its flags, offset and close-on-exec. */
-static int reopen_files(int child, int listener, const struct user_regs_struct *b, int p,
+static int reopen_files(int child, const struct user_regs_struct *b, int p,
                         int nreopen, const struct cmc_reopen *reopen)
 {
     for (int i = 0; i < nreopen; i++) {
@@ -1475,20 +1407,20 @@ static int reopen_files(int child, int listener, const struct user_regs_struct *
         long fd, res;
         int e;
         uint64_t a[6] = { (uint64_t)AT_FDCWD, 0, (uint64_t)(r->flags | O_CLOEXEC), 0, 0, 0 };
-        if ((e = inject_with(child, listener, b, UNTRACED_IP, __NR_openat, a, 1, path, len, &fd)))
+        if ((e = inject_with(child, b, __NR_openat, a, 1, path, len, &fd)))
             return e;
         if (fd < 0) return (int)fd;
-        e = inject_notified(child, listener, b, UNTRACED_IP, __NR_dup3,
-                            (uint64_t[6]){ (uint64_t)fd, (uint64_t)r->fd,
-                                           r->cloexec ? O_CLOEXEC : 0, 0, 0, 0 }, &res, NULL);
+        e = inject6(child, b, UNTRACED_IP, __NR_dup3,
+                    (uint64_t[6]){ (uint64_t)fd, (uint64_t)r->fd,
+                    r->cloexec ? O_CLOEXEC : 0, 0, 0, 0 }, &res);
         long closed;
         inject(child, b, UNTRACED_IP, __NR_close, (uint64_t)fd, 0, 0, &closed);
         if (e) return e;
         if (res != r->fd) return res < 0 ? (int)res : -EBADF;
         if (r->pos) {
-            if ((e = inject_notified(child, listener, b, UNTRACED_IP, __NR_lseek,
-                                     (uint64_t[6]){ (uint64_t)r->fd, (uint64_t)r->pos, SEEK_SET,
-                                                    0, 0, 0 }, &res, NULL)))
+            if ((e = inject6(child, b, UNTRACED_IP, __NR_lseek,
+                             (uint64_t[6]){ (uint64_t)r->fd, (uint64_t)r->pos, SEEK_SET,
+                             0, 0, 0 }, &res)))
                 return e;
             if (res != r->pos) return res < 0 ? (int)res : -ESPIPE;
         }
@@ -1530,29 +1462,29 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
     {
         const struct cmc_tree_proc *r = &procs[0];
         const struct user_regs_struct *b = &ts[r->first].again;
-        if ((e = inject_notified(tids[r->first], listener, b, UNTRACED_IP, __NR_clone,
-                                 (uint64_t[6]){ CLONE_NEWPID, 0, 0, 0, 0, 0 }, &res, &root2)))
+        if ((e = inject_born(tids[r->first], b, UNTRACED_IP, __NR_clone,
+                             (uint64_t[6]){ CLONE_NEWPID, 0, 0, 0, 0, 0 }, &res, &root2)))
             goto out_copies;
         if (res < 0 || !root2) { e = res < 0 ? (int)res : -ECHILD; root2 = 0; goto out_copies; }
         if ((e = wait_traced(root2, &st, 2000))) goto out_copies;
         if (!WIFSTOPPED(st)) { e = -EPROTO; goto out_copies; }
-        if ((e = settle_copy(root2, listener, b, cwd, r->nmaps, maps + r->map_first, 0)))
+        if ((e = settle_copy(root2, b, cwd, r->nmaps, maps + r->map_first, 0)))
             goto out_copies;
-        if ((e = reopen_files(root2, listener, b, 0, nreopen, reopen))) goto out_copies;
+        if ((e = reopen_files(root2, b, 0, nreopen, reopen))) goto out_copies;
     }
     for (int p = 1; p < np; p++) {
         const struct cmc_tree_proc *c = &procs[p];
         if (!c->nthreads) continue;
         const struct user_regs_struct *b = &ts[c->first].again;
         int x = 0;
-        e = copy_child(tids[c->first], listener, b, root2, c->pid, spare, &x);
+        e = copy_child(tids[c->first], b, root2, c->pid, spare, &x);
         made[c->first] = x;
         if (e) goto out_copies;
         /* in the root's group: process 1 of the namespace leads it */
-        if ((e = settle_copy(x, listener, b, cwd, c->nmaps, maps + c->map_first, 1)))
+        if ((e = settle_copy(x, b, cwd, c->nmaps, maps + c->map_first, 1)))
             goto out_copies;
-        if ((e = reopen_files(x, listener, b, p, nreopen, reopen))) goto out_copies;
-        if ((e = make_threads(x, listener, &ts[c->first], ctids + c->first, c->nthreads,
+        if ((e = reopen_files(x, b, p, nreopen, reopen))) goto out_copies;
+        if ((e = make_threads(x, &ts[c->first], ctids + c->first, c->nthreads,
                               made + c->first)))
             goto out_copies;
     }
@@ -1560,7 +1492,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
         const struct cmc_tree_proc *r = &procs[0];
         for (int p = 1; p < np; p++) {
             if (procs[p].nthreads) continue;
-            if ((e = copy_zombie(root2, listener, &ts[r->first].again, procs[p].pid,
+            if ((e = copy_zombie(root2, &ts[r->first].again, procs[p].pid,
                                  procs[p].status, &made[n + p])))
                 goto out_copies;
             zombies++;
@@ -1581,7 +1513,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
             if (e) goto out_copies;
             if (res != SIGCHLD) { e = -EPROTO; goto out_copies; }
         }
-        if ((e = make_threads(root2, listener, &ts[r->first], ctids + r->first, r->nthreads,
+        if ((e = make_threads(root2, &ts[r->first], ctids + r->first, r->nthreads,
                               made + r->first)))
             goto out_copies;
     }

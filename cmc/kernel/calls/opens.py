@@ -62,8 +62,8 @@ def sys_open(call):
     if path in MACHINE_FILES:
         return _answer_with(call, "machine", MACHINE_FILES[path](proc), flags)
     m = _PROC_LIMITS.fullmatch(path)
-    own = (proc.pid, notif.pid, *proc.node.tasks.known_pids(proc))
-    if m is None or m.group(1) not in (b"self", b"thread-self", *(b"%d" % p for p in own)):
+    if m is None or m.group(1) not in (b"self", b"thread-self", *(
+            b"%d" % p for p in (notif.pid, *proc.node.tasks.known_pids(proc)))):
         return CONTINUE             # not this node's limits
     text = limits_text(proc)
     if text is None:
