@@ -951,25 +951,27 @@ static int read_stopped(int tid, uint64_t held, struct thread_state *ts)
     return 0;
 }
 
-/* Stop threads tids[0, n), each held in notification held[i] (0: asleep natively), at
- * their system calls, all at once: every interrupt queued first (the throw-away answer
- * then returns into a ptrace stop, before the program can see it), every held call
- * answered, then each stop read (read_stopped), then the alternate signal stack of
- * each thread but the first of its process (first[i]: whose goes with the fork) asked
- * by a `sigaltstack` injected into all of them together. */
+/* Stop threads tids[0, n) but those known (known[i]; NULL: none), each held in
+ * notification held[i] (0: asleep natively), at their system calls, all at once: every
+ * interrupt queued first (the throw-away answer then returns into a ptrace stop, before
+ * the program can see it), every held call answered, then each stop read
+ * (read_stopped), then the alternate signal stack of each thread but the first of its
+ * process (first[i]: whose goes with the fork) asked by a `sigaltstack` injected into
+ * all of them together. */
 static int stop_threads(int listener, int n, const int *tids, const uint64_t *held,
-                        struct thread_state *ts, const char *first)
+                        struct thread_state *ts, const char *first, const char *known)
 {
     int e = 0;
+#define STOPPED(i) (!known || !known[i])
     for (int i = 0; i < n; i++)
-        if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0)) return -errno;
+        if (STOPPED(i) && ptrace(PTRACE_INTERRUPT, tids[i], 0, 0)) return -errno;
     for (int i = 0; i < n; i++)
-        if (held[i]) {
+        if (STOPPED(i) && held[i]) {
             int r = cmc_respond(listener, held[i], 0, EINTR, 0);
             if (r && r != -ENOENT && !e) e = r;
         }
     for (int i = 0; i < n; i++) {           /* each waited for, to be set back */
-        int r = read_stopped(tids[i], held[i], &ts[i]);
+        int r = STOPPED(i) ? read_stopped(tids[i], held[i], &ts[i]) : 0;
         if (r && !e) e = r;
     }
     if (e) return e;
@@ -977,7 +979,7 @@ static int stop_threads(int listener, int n, const int *tids, const uint64_t *he
     struct batch b;
     if (!who || batch_alloc(&b, n)) { free(who); return -ENOMEM; }
     for (int i = 0; i < n; i++)
-        if (!first[i]) {
+        if (!first[i] && STOPPED(i)) {
             who[m] = i;
             b.ids[m] = tids[i];
             b.bases[m++] = &ts[i].again;
@@ -991,6 +993,7 @@ static int stop_threads(int listener, int n, const int *tids, const uint64_t *he
     free(who);
     batch_free(&b);
     return e;
+#undef STOPPED
 }
 
 /* In the copy's new threads tids[0, m) (bare clones of its first thread, their
@@ -1095,9 +1098,10 @@ static int make_threads(int child, struct thread_state *ts, const uint64_t *ctid
 
 /* The end of a fork, made or failed: a failed copy killed (`child`, its first process:
  * for a tree, its end ends every copy in its namespace) and reaped, every copy let go
- * (made[]), and the originals, each about to make its held call again, let go. */
+ * (made[]), and the originals seized (the first `seized`, but those known: NULL, none),
+ * each about to make its held call again, let go. */
 static void end_fork(int child, const int *made, int nmade, const int *tids,
-                     const struct thread_state *ts, int seized)
+                     const struct thread_state *ts, int seized, const char *known)
 {
     if (child) kill(child, SIGKILL);
     for (int i = 0; i < nmade; i++)
@@ -1106,12 +1110,18 @@ static void end_fork(int child, const int *made, int nmade, const int *tids,
     for (int i = 0; i < seized; i++)
         if (ts[i].valid) ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again);
     for (int i = 0; i < seized; i++)
-        ptrace(PTRACE_DETACH, tids[i], 0, 0);
+        if (!known || !known[i]) ptrace(PTRACE_DETACH, tids[i], 0, 0);
+}
+
+int cmc_thread_state_size(void)
+{
+    return (int)sizeof(struct thread_state);
 }
 
 int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
-                     const struct cmc_remap *maps, unsigned long unshare_flags, int *out)
+                     const struct cmc_remap *maps, unsigned long unshare_flags,
+                     void *states, const char *known_in, int *out)
 {
     if (n < 1 || n > 4096) return -EINVAL;
     sigset_t chld, old;
@@ -1120,15 +1130,24 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
     pthread_sigmask(SIG_BLOCK, &chld, &old);
     struct thread_state *ts = calloc((size_t)n, sizeof *ts);
     int *made = calloc((size_t)n, sizeof *made);     /* the copy's threads */
+    char *known = calloc((size_t)n, 1);
     int seized = 0, st, e = 0, child = 0;
     long res;
-    if (!ts || !made) { e = -ENOMEM; goto out; }
+    if (!ts || !made || !known) { e = -ENOMEM; goto out; }
+    /* A thread whose state is known (read by an earlier fork, and it has not run
+     * since) is left in its held call; the first, which forks, is stopped always. */
+    for (int i = 1; i < n; i++)
+        if (known_in[i]) {
+            memcpy(&ts[i], (char *)states + (size_t)i * sizeof *ts, sizeof *ts);
+            ts[i].valid = 0;
+            known[i] = 1;
+        }
     /* EXITKILL: should cmc die while it holds them, the node and its copy die too.
      * The copy is traced from its birth (TRACEFORK and TRACECLONE pass the options
      * on), so there is no moment before its own PR_SET_PDEATHSIG at which it could
      * outlive cmc. */
     for (; seized < n; seized++)
-        if (ptrace(PTRACE_SEIZE, tids[seized], 0,
+        if (!known[seized] && ptrace(PTRACE_SEIZE, tids[seized], 0,
                    PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)) {
             e = -errno;
             goto out_detach;
@@ -1137,7 +1156,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
         char *first = calloc((size_t)n, 1);       /* the forking thread's goes with the fork */
         if (!first) { e = -ENOMEM; goto out_restore; }
         first[0] = 1;
-        e = stop_threads(listener, n, tids, held, ts, first);
+        e = stop_threads(listener, n, tids, held, ts, first, known);
         free(first);
         if (e) goto out_restore;
     }
@@ -1180,14 +1199,16 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
      * first (a fork clears its robust list and its clear_child_tid) */
     if ((e = make_threads(child, ts, ctids, n, made))) goto out_child;
     memcpy(out, made, (size_t)n * sizeof *out);
+    memcpy(states, ts, (size_t)n * sizeof *ts);
     child = 0;                       /* kept */
 out_child:
 out_restore:
 out_detach:
-    end_fork(child, made, n, tids, ts, seized);
+    end_fork(child, made, n, tids, ts, seized, known);
 out:
     free(ts);
     free(made);
+    free(known);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return e;
 }
@@ -1454,7 +1475,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
         if (!first) { e = -ENOMEM; goto out_restore; }
         for (int p = 0; p < np; p++)
             if (procs[p].nthreads) first[procs[p].first] = 1;
-        e = stop_threads(listener, n, tids, held, ts, first);
+        e = stop_threads(listener, n, tids, held, ts, first, NULL);
         free(first);
         if (e) goto out_restore;
     }
@@ -1522,7 +1543,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
 out_copies:
 out_restore:
 out_detach:
-    end_fork(root2, made, n, tids, ts, seized);
+    end_fork(root2, made, n, tids, ts, seized, NULL);
 out:
     free(ts);
     free(made);

@@ -113,9 +113,9 @@ int cmc_epoll_ready(int epfd, uint32_t *events, uint64_t *data, int max);
  * in the copy one clone(CLONE_THREAD) per other thread, each given its original's
  * registers, signal mask, alternate signal stack, robust list, rseq area and
  * clear_child_tid (ctids[]: cmc's record of it, 0 for none), and each of the nmaps
- * mappings of maps[] mapped again from the copy's file. Every thread of both
- * processes is left about to make its held call again (each sends a new
- * notification on the same listener). The copy gets its own process group,
+ * mappings of maps[] mapped again from the copy's file. Every thread of the copy,
+ * and every thread of the original that was stopped, is left about to make its held
+ * call again (each sends a new notification on the same listener). The copy gets its own process group,
  * PR_SET_PDEATHSIG(SIGKILL) and working directory cwd; out[] gets its threads'
  * ids (out[0]: its pid), in the order of tids[]. 0 or -errno; on failure after
  * the held calls were answered, the original threads are still left about to make
@@ -127,7 +127,13 @@ struct cmc_remap {
 };
 int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
                      const uint64_t *ctids, const char *cwd, int nmaps,
-                     const struct cmc_remap *maps, unsigned long unshare_flags, int *out);
+                     const struct cmc_remap *maps, unsigned long unshare_flags,
+                     void *states, const char *known, int *out);
+/* The size of what cmc_fork_threads keeps of a thread (states[]: n of them, in and
+ * out): with known[i] set (i > 0), thread i's as an earlier fork gave it, the thread
+ * having not run since, so that it is left in its held call (it sends no new
+ * notification); every thread's, out, once the fork is made. */
+int cmc_thread_state_size(void);
 
 /* Copy a node that is a process tree of depth one: a root and its children (docs/
  * design.md, "Copies of process trees"). The root's copy is made by clone(CLONE_NEWPID)

@@ -178,17 +178,31 @@ def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
     return [(events[i], data[i]) for i in range(got)]
 
 
+STATE_SIZE = lib.cmc_thread_state_size()
+
+
 def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
               maps: list[tuple[int, int, int, int, int, str]] = (),
-              unshare: int = 0) -> list[int]:
+              unshare: int = 0, known: list[bytes | None] | None = None
+              ) -> tuple[list[int], list[bytes]]:
     """Fork a node process, each of whose threads (tid, held notification id,
     clear_child_tid address) is held (see cmc_fork_threads); the copy works in cwd,
     its mappings `maps` (start, length, offset, prot, flags, the copy's file) mapped
-    again. Returns the copy's thread ids in the order of `threads` (the first: its
-    pid). Every thread of both then makes its held call again, as a new
-    notification on the same listener. `unshare`: flags of the namespaces the copy
-    gets of its own (unshare(2)), before its other threads are made."""
+    again. `known`: per thread, its state as an earlier fork returned it, if it has
+    not run since (None: not known); the first's is read always. Returns the copy's
+    thread ids in the order of `threads` (the first: its pid), and every thread's
+    state. Every thread of the copy, and every thread of the original whose state was
+    not known, then makes its held call again, as a new notification on the same
+    listener. `unshare`: flags of the namespaces the copy gets of its own
+    (unshare(2)), before its other threads are made."""
     n = len(threads)
+    known = known or [None] * n
+    states = ffi.new("char[]", n * STATE_SIZE)
+    given = ffi.new("char[]", n)
+    for i, state in enumerate(known):
+        if i and state is not None:
+            ffi.memmove(states + i * STATE_SIZE, state, STATE_SIZE)
+            given[i] = b"\x01"
     tids = ffi.new("int[]", [t for t, _, _ in threads])
     held = ffi.new("uint64_t[]", [h for _, h, _ in threads])
     ctids = ffi.new("uint64_t[]", [c for _, _, c in threads])
@@ -199,8 +213,9 @@ def fork_node(listener: int, threads: list[tuple[int, int, int]], cwd: str,
         r.start, r.len, r.offset, r.prot, r.flags = m[:5]
         r.path = path
     _check(lib.cmc_fork_threads(listener, n, tids, held, ctids, os.fsencode(cwd),
-                                len(maps), remaps, unshare, out))
-    return list(out)
+                                len(maps), remaps, unshare, states, given, out))
+    raw = ffi.buffer(states)[:]
+    return list(out), [raw[i * STATE_SIZE:(i + 1) * STATE_SIZE] for i in range(n)]
 
 
 def _spare_pid(taken: set[int]) -> int:

@@ -7,7 +7,7 @@ node -- its processes and its directory -- to both worlds (`Lease`). A world tak
 lent node before it runs it, crashes it or starts it again (`Lease.take`): the last world
 using the lease takes it as it is; otherwise
 
-- the held process is forked by injection (csrc: `cmc_fork_node`): the copy is a
+- the held process is forked by injection (csrc: `cmc_fork_threads`): the copy is a
   child of cmc in its own process group, working in its own copy of the node's
   directory, and both processes make their held call again, as new notifications
   on the listener they share (`Tap`); the lease keeps the original's;
@@ -20,7 +20,9 @@ using the lease takes it as it is; otherwise
 - HOME, which cmc sets to the node's directory, is pointed at the copy's (in the
   environment block; node directories have names of one length).
 
-A node of several threads has each made again in the copy (`cmc_fork_threads`); a node
+A node of several threads has each made again in the copy (`cmc_fork_threads`), from
+what the kernel keeps of each thread as read when the thread was last stopped: a thread
+that has not run since it was (Thread.kept) is left in its held call; a node
 that is a process tree of one level is copied into a PID namespace of its own
 (`cmc_fork_tree`, `Lease._fork_tree`; docs/design.md, "Copies of process trees"), and a
 lease whose first process is such a namespace's first process is a template, never run
@@ -38,13 +40,10 @@ than give an answer replay would not.
 """
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import shutil
 import signal
 import time
-import types
 
 from ...errors import EngineError
 from ...interrupts import interrupts_held
@@ -55,7 +54,7 @@ from ..world.content import copy_tree
 from ..world.disk import reached_another_world
 from .copyplan import NotForkable, fd_plan, home_address, move_home, replace_fds, tree_plan
 from .reaping import end_status
-from .tap import Tap
+from .record import _BY_IDENTITY, load_record, save_record
 
 # How long a process made to re-issue its held call may take to do so: a notification
 # arrives within microseconds; seconds mean the process went astray (a copy failed).
@@ -64,85 +63,6 @@ REBIND_TIMEOUT_S = 5.0
 
 class ForkFailed(EngineError):
     """Forking a node failed part way: the world it was taken from is spoilt."""
-
-
-# -- copies of cmc's record of a world ---------------------------------------------------
-# Pickled and unpickled in one go (the C pickler is several times faster than
-# copy.deepcopy). Held calls complete through closures over the node and its
-# sockets: a closure is pickled as its code (kept in _CODES, this process only)
-# and its cells, so that the copy's closures point into the copied world, and two
-# closures sharing a cell still share it. The spec is shared; a node is copied
-# without its processes' poller (Tasks.__getstate__).
-_CODES: dict[int, tuple] = {}
-
-
-def _make_function(key: int, cells):
-    code, globs, name, defaults, kwdefaults = _CODES[key]
-    f = types.FunctionType(code, globs, name, defaults, cells)
-    f.__kwdefaults__ = kwdefaults
-    return f
-
-
-def _new_cell():
-    return types.CellType()
-
-
-def _fill_cell(cell, value) -> None:
-    cell.cell_contents = value
-
-
-_SHARED: dict[int, object] = {}        # during save/load_record: not copied
-_BY_IDENTITY: set[type] = {Tap}         # never copied: a listener, and a Lease (below)
-
-
-def _shared(key: int):
-    return _SHARED[key]
-
-
-class _WorldPickler(pickle.Pickler):
-    # reducer_override, unlike persistent_id, is not called for ints, strs, lists,
-    # dicts and tuples: the many small objects of a world pass at C speed.
-    def reducer_override(self, obj):
-        if id(obj) in _SHARED:
-            return _shared, (id(obj),)
-        if type(obj) in _BY_IDENTITY:        # a lease and its listener: not copied
-            _SHARED[id(obj)] = obj
-            return _shared, (id(obj),)
-        if type(obj) is types.FunctionType and (obj.__closure__ or "<" in obj.__qualname__):
-            key = id(obj.__code__)
-            if key not in _CODES:
-                _CODES[key] = (obj.__code__, obj.__globals__, obj.__name__, obj.__defaults__,
-                               obj.__kwdefaults__)
-            return _make_function, (key, obj.__closure__)
-        if type(obj) is types.CellType:
-            try:
-                contents = obj.cell_contents
-            except ValueError:                  # an empty cell
-                return _new_cell, ()
-            return _new_cell, (), contents, None, None, _fill_cell
-        return NotImplemented
-
-
-def save_record(obj, shared: list) -> tuple[bytes, dict[int, object]]:
-    """obj pickled, with the objects of `shared` (and those of _BY_IDENTITY types) by
-    reference: the bytes and what they refer to. `load_record` makes a deep copy of obj
-    from them, as often as asked, while obj is not changed."""
-    _SHARED.update((id(o), o) for o in shared)
-    try:
-        buf = io.BytesIO()
-        _WorldPickler(buf, pickle.HIGHEST_PROTOCOL).dump(obj)
-        return buf.getvalue(), dict(_SHARED)
-    finally:
-        _SHARED.clear()
-
-
-def load_record(saved: tuple[bytes, dict[int, object]]):
-    data, refs = saved
-    _SHARED.update(refs)
-    try:
-        return pickle.loads(data)
-    finally:
-        _SHARED.clear()
 
 
 # -- directories ----------------------------------------------------------------------
@@ -213,6 +133,8 @@ class Lease:
         # tid -> its held notification, every thread's (forkable: all are held)
         self.held = {t.tid: t.notif for t in node.tasks.threads.values()} \
             if node.tasks.alive else {}
+        # tid -> its state as the last fork read it (None: not read since it ran)
+        self.kept = {t.tid: t.kept for t in node.tasks.threads.values()}
         self.cwd = node.cwd
         self.root = node.root
         self.users = 1
@@ -251,6 +173,8 @@ class Lease:
             node.root = self.root
             if node.tasks.alive:
                 node.take_over(self.held)
+                for tid, state in self.kept.items():
+                    node.tasks.threads[tid].kept = state
             return
         world = node.cluster.roots.make()
         cwd = os.path.join(world, "nodes", os.path.basename(self.cwd))
@@ -301,9 +225,11 @@ class Lease:
         threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
         plan, home = self.plan
         maps = [(*m[1:6], os.path.join(cwd, m[6])) for m in plan if m[0] == "map"]
+        known = [self.kept.get(tid) for tid in held]
         with interrupts_held():               # no process started and not recorded
             try:
-                tids = _native.fork_node(self.tap.fd, threads, cwd, maps, unshare)
+                tids, states = _native.fork_node(self.tap.fd, threads, cwd, maps, unshare,
+                                                 known)
             except OSError as e:
                 self.spoilt = (f"fork of node {node.name} (pid {self.pid}, "
                                f"{len(threads)} thread(s)) failed: {e.strerror}")
@@ -311,9 +237,13 @@ class Lease:
                 raise ForkFailed(self.spoilt) from None
             copies = dict(zip(held, tids))
             node.adopt(tids[0], self.tap, copies)
+        self.kept = dict(zip(held, states))
+        for tid, state in zip(tids, states):
+            node.tasks.threads[tid].kept = state
         try:
-            for tid, notif in held.items():                       # the original's
-                held[tid] = _again(self.tap, tid, notif, node.name)
+            for i, (tid, notif) in enumerate(held.items()):       # the original's stopped
+                if i == 0 or known[i] is None:
+                    held[tid] = _again(self.tap, tid, notif, node.name)
             node.tasks.rebind({copies[tid]: _again(self.tap, copies[tid], notif, node.name)
                                for tid, notif in held.items()})
         except ForkFailed as e:

@@ -123,7 +123,7 @@ class Scheduler(Tasks):
     def _resume(self, thread: Thread, result) -> bool:
         """Answer thread's held call: it runs. False: the process is gone."""
         notif = thread.notif
-        thread.notif = thread.block = None
+        thread.notif = thread.block = thread.kept = None
         thread.yielded = 0
         if result is ANSWERED or self._answer(notif, result):
             return True
@@ -250,7 +250,7 @@ class Scheduler(Tasks):
 
     def _arrive(self, notif) -> None:
         t = self.threads.get(notif.pid) or self._new_task(notif.pid)
-        t.notif, t.block, t.native = notif, None, None
+        t.notif, t.block, t.native, t.kept = notif, None, None, None
 
     def _runnable(self, last: Thread | None = None):
         """The next thread to run and the answer to its call, or None. The thread

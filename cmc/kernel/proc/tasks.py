@@ -78,7 +78,8 @@ class Thread:
     native_at: int = 0          # ... seen when the node's processes had ended this often
     yielded: int = 0            # its call is sched_yield (the how-manyth): others first
     known: int = 0              # in a copy of a world (fork.py): the id the program knows
-                                # it by, the original's (0: its own, tid)
+                                # it by, the original's (0: its own, tid); `kept`: what
+    kept: bytes | None = field(default=None, compare=False)  # a fork read of it, unrun
 
     @property
     def tag(self) -> int:
@@ -581,10 +582,9 @@ class Tasks:
 def _group_alive(pgid: int) -> bool:
     """Whether a process (a zombie too) is in process group pgid."""
     try:
-        os.killpg(pgid, 0)
+        return os.killpg(pgid, 0) is None
     except OSError as e:
         return e.errno != errno.ESRCH      # EPERM: someone's
-    return True
 
 
 def _past_fork(pid: int, tid: int) -> bool:

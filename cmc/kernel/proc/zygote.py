@@ -30,7 +30,8 @@ from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, F_GETFD, F_GETFL, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
 from ..world.content import directory_digest
 from .copyplan import fd_plan, home_address
-from .fork import Lease, _BY_IDENTITY, load_record, save_record
+from .fork import Lease
+from .record import _BY_IDENTITY, load_record, save_record
 
 # Calls a start makes that act on nothing but the incarnation's own record: its threads
 # and their signal state, its clocks and sleeps, its random stream, its limits, the
