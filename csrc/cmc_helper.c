@@ -544,12 +544,94 @@ __asm__(
 "    .popsection\n");
 extern const unsigned char cmc_trap_code[], cmc_trap_restorer[], cmc_trap_code_end[];
 
+/* Threads born dressed (docs/design.md, "Copies of threaded nodes"): code put in the
+ * trap page at TRAP_BIRTH_CODE_AT, run in a copy's stopped first thread: %r12 clones,
+ * one per entry of the table at %rbx (flags, stack, child_tid, tls, result: 5 words),
+ * each made at the second untraced `syscall` (TRAP_BIRTH_AT: `syscall; ret`), then
+ * int3 (a SIGTRAP stop for cmc). A new thread starts at that `ret` on its own stack,
+ * whose first word sends it to cmc_birth_child: set_robust_list and rseq from the
+ * words that follow, if any, then rt_sigreturn from the ucontext after them -- its registers,
+ * signal mask, alternate stack and FPU state at once, about to make its held call
+ * again. A failed call makes a getpid there instead (notified: cmc, expecting the
+ * held call, sees the fork failed). */
+#define BIRTH_GADGET "0x7e5a00000fe0"   /* CMC_TRAP_PAGE + TRAP_BIRTH_AT */
+__asm__(
+"    .pushsection .rodata.cmc_birth,\"a\"\n"
+"    .globl cmc_birth_code\n"
+"    .hidden cmc_birth_code\n"
+"    .globl cmc_birth_child\n"
+"    .hidden cmc_birth_child\n"
+"    .globl cmc_birth_trap\n"
+"    .hidden cmc_birth_trap\n"
+"    .globl cmc_birth_code_end\n"
+"    .hidden cmc_birth_code_end\n"
+"cmc_birth_code:\n"
+"1:  testq %r12, %r12\n"
+"    jz 9f\n"
+"    movq (%rbx), %rdi\n"
+"    movq 8(%rbx), %rsi\n"
+"    xorl %edx, %edx\n"
+"    movq 16(%rbx), %r10\n"
+"    movq 24(%rbx), %r8\n"
+"    movl $56, %eax\n"                   /* clone */
+"    movabsq $" BIRTH_GADGET ", %r11\n"
+"    call *%r11\n"
+"    movq %rax, 32(%rbx)\n"
+"    addq $40, %rbx\n"
+"    decq %r12\n"
+"    jmp 1b\n"
+"9:  int3\n"
+"cmc_birth_trap:\n"
+"    hlt\n"
+"cmc_birth_child:\n"                   /* %rsp: the words after the first */
+"    movq (%rsp), %rdi\n"
+"    testq %rdi, %rdi\n"
+"    jz 2f\n"
+"    movq 8(%rsp), %rsi\n"
+"    movl $273, %eax\n"                  /* set_robust_list */
+"    movabsq $" BIRTH_GADGET ", %r11\n"
+"    call *%r11\n"
+"    testq %rax, %rax\n"
+"    jnz 8f\n"
+"2:  movq 16(%rsp), %rdi\n"
+"    testq %rdi, %rdi\n"
+"    jz 3f\n"
+"    movl 24(%rsp), %esi\n"
+"    xorl %edx, %edx\n"
+"    movl 28(%rsp), %r10d\n"
+"    movl $334, %eax\n"                  /* rseq */
+"    movabsq $" BIRTH_GADGET ", %r11\n"
+"    call *%r11\n"
+"    testq %rax, %rax\n"
+"    jnz 8f\n"
+"3:  addq $32, %rsp\n"                  /* at the ucontext */
+"    movl $15, %eax\n"                   /* rt_sigreturn */
+"    movabsq $" BIRTH_GADGET ", %r11\n"
+"    jmp *%r11\n"
+"8:  movl $39, %eax\n"                   /* getpid, notified */
+"    syscall\n"
+"    hlt\n"
+"cmc_birth_code_end:\n"
+"    .popsection\n");
+extern const unsigned char cmc_birth_code[], cmc_birth_child[], cmc_birth_trap[],
+    cmc_birth_code_end[];
+
 #define TRAP_ACTION_AT 0x800        /* where the handler's struct sigaction is put */
 /* A `syscall` the filter lets through without a notification (then `hlt`): the calls
  * cmc injects into a stopped thread are made there (cmc/kernel/linux/abi.py:
  * TRAP_UNTRACED_AT; docs/design.md, "Calls cmc makes in a node's threads") */
 #define TRAP_UNTRACED_AT 0xff0
 #define UNTRACED_IP (CMC_TRAP_PAGE + TRAP_UNTRACED_AT)
+/* The second (`syscall; ret`), and the code that makes a copy's threads (abi.py:
+ * TRAP_BIRTH_AT) */
+#define TRAP_BIRTH_AT 0xfe0
+#define TRAP_BIRTH_CODE_AT 0xe00
+/* Below the trap page's next page: memory of the process's own for that code's table
+ * and each new thread's words (abi.py: TRAP_SCRATCH) */
+#define TRAP_SCRATCH (CMC_TRAP_PAGE + 4096)
+#define SCRATCH_SIZE (128 * 1024)
+#define BIRTH_BLOCK 1024
+#define BIRTH_MAX 96
 
 int cmc_trap_page(uint64_t *addr_out)
 {
@@ -603,6 +685,19 @@ static int trap_tsc(int pid)
         e = -EFAULT;
         goto out;
     }
+    static const unsigned char birth[3] = { 0x0f, 0x05, 0xc3 };        /* syscall; ret */
+    size_t blen = (size_t)(cmc_birth_code_end - cmc_birth_code);
+    if (cmc_write_mem(pid, CMC_TRAP_PAGE + TRAP_BIRTH_AT, birth, sizeof birth) != sizeof birth
+        || cmc_write_mem(pid, CMC_TRAP_PAGE + TRAP_BIRTH_CODE_AT, cmc_birth_code, blen)
+           != (int64_t)blen) {
+        e = -EFAULT;
+        goto out;
+    }
+    uint64_t sm[6] = { TRAP_SCRATCH, SCRATCH_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE,
+                       (uint64_t)-1, 0 };
+    if ((e = inject6(pid, &saved, UNTRACED_IP, __NR_mmap, sm, &res))) goto out;
+    if (res != (long)TRAP_SCRATCH) { e = res < 0 ? (int)res : -EEXIST; goto out; }
     /* the `syscall` of the restorer, inside the page: the filter lets the page's own
      * rt_sigaction through */
     uint64_t gadget = CMC_TRAP_PAGE + (uint64_t)(cmc_trap_restorer - cmc_trap_code) + 5;
@@ -817,6 +912,7 @@ struct thread_state {
     struct rseq_config rseq;
     struct stack_rec ss;
     int valid;                       /* read: to be set back if the fork fails */
+    struct user_fpregs_struct fp;    /* x87 and SSE state (fxsave's) */
 };
 
 #define CLONE_A_THREAD (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD \
@@ -944,6 +1040,7 @@ static int read_stopped(int tid, uint64_t held, struct thread_state *ts)
     ts->again.orig_rax = (uint64_t)-1;
     ts->valid = 1;
     if (ptrace(PTRACE_GETSIGMASK, tid, sizeof ts->mask, &ts->mask)) return -errno;
+    if (ptrace(PTRACE_GETFPREGS, tid, 0, &ts->fp)) return -errno;
     if (syscall(SYS_get_robust_list, tid, &ts->robust, &ts->robust_len)) return -errno;
     if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, sizeof ts->rseq, &ts->rseq) < 0)
         memset(&ts->rseq, 0, sizeof ts->rseq);       /* a kernel before 5.13: none */
@@ -998,7 +1095,8 @@ static int stop_threads(int listener, int n, const int *tids, const uint64_t *he
 
 /* In the copy's new threads tids[0, m) (bare clones of its first thread, their
  * clear_child_tid set by the clone): what the kernel kept for each original thread
- * (ts[i]), a call at a time in all of them together, then its mask and registers. */
+ * (ts[i]), a call at a time in all of them together, then its mask, FPU state and
+ * registers. */
 static int dress_threads(int m, const int *tids, const struct thread_state *ts)
 {
     if (m <= 0) return 0;
@@ -1037,6 +1135,7 @@ static int dress_threads(int m, const int *tids, const struct thread_state *ts)
     }
     for (int i = 0; i < m && !e; i++) {
         if (ptrace(PTRACE_SETSIGMASK, tids[i], sizeof ts[i].mask, &ts[i].mask)) e = -errno;
+        else if (ptrace(PTRACE_SETFPREGS, tids[i], 0, &ts[i].fp)) e = -errno;
         else if (ptrace(PTRACE_SETREGS, tids[i], 0, &ts[i].again)) e = -errno;
     }
     batch_free(&b);
@@ -1094,7 +1193,7 @@ static int remap(int tid, const struct user_regs_struct *b, int nmaps,
 }
 
 static int make_threads(int child, struct thread_state *ts, const uint64_t *ctids,
-                        int k, int *made);
+                        int k, int *made, int born, int *traced);
 
 /* The end of a fork, made or failed: a failed copy killed (`child`, its first process:
  * for a tree, its end ends every copy in its namespace) and reaped, every copy let go
@@ -1131,7 +1230,7 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
     struct thread_state *ts = calloc((size_t)n, sizeof *ts);
     int *made = calloc((size_t)n, sizeof *made);     /* the copy's threads */
     char *known = calloc((size_t)n, 1);
-    int seized = 0, st, e = 0, child = 0;
+    int seized = 0, st, e = 0, child = 0, traced = n;   /* the copy's threads to let go */
     long res;
     if (!ts || !made || !known) { e = -ENOMEM; goto out; }
     /* A thread whose state is known (read by an earlier fork, and it has not run
@@ -1195,16 +1294,16 @@ int cmc_fork_threads(int listener, int n, const int *tids, const uint64_t *held,
             if (res) { e = (int)res; goto out_child; }
         }
     }
-    /* Every other thread: a clone of the first, then made the original's; then the
-     * first (a fork clears its robust list and its clear_child_tid) */
-    if ((e = make_threads(child, ts, ctids, n, made))) goto out_child;
+    /* Every other thread: a clone of the first, made the original's; then the first
+     * (a fork clears its robust list and its clear_child_tid) */
+    if ((e = make_threads(child, ts, ctids, n, made, 1, &traced))) goto out_child;
     memcpy(out, made, (size_t)n * sizeof *out);
     memcpy(states, ts, (size_t)n * sizeof *ts);
     child = 0;                       /* kept */
 out_child:
 out_restore:
 out_detach:
-    end_fork(child, made, n, tids, ts, seized, known);
+    end_fork(child, made, traced, tids, ts, seized, known);
 out:
     free(ts);
     free(made);
@@ -1215,16 +1314,122 @@ out:
 
 /* ---- copies of process trees (cmc_fork_tree) --------------------------------- */
 
-/* The first thread of a process made by a clone or fork (stopped at its birth, a
- * copy of thread `like`): its other threads made as its original's (tids[1..k)), each
- * a clone (with its clear_child_tid) then dressed (dress_threads, all together), then
- * its first itself. made[] gets them. */
-static int make_threads(int child, struct thread_state *ts, const uint64_t *ctids,
+/* What the birth code (cmc_birth_code) reads of a new thread, at the start of its
+ * BIRTH_BLOCK bytes: the word its clone's `ret` takes, its robust list, its rseq area,
+ * then a ucontext for rt_sigreturn (the kernel's layout), its FPU state after. */
+struct birth_block {
+    uint64_t child_ip;
+    uint64_t robust, robust_len;
+    uint64_t rseq, rseq_len_sig;
+    struct {
+        uint64_t flags, link;
+        struct stack_rec stack;
+        uint64_t gregs[18];          /* r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, flags */
+        uint16_t cs, gs, fs, ss;
+        uint64_t err, trapno, oldmask, cr2, fpstate, reserved[8];
+        uint64_t sigmask;
+    } uc;
+    unsigned char siginfo[128];     /* rt_sigreturn checks it may read a whole frame */
+    unsigned char pad[BIRTH_BLOCK / 2 - 5 * 8 - 304 - 128];
+    unsigned char fp[512];           /* 64-aligned, fxsave's format */
+};
+_Static_assert(sizeof(struct birth_block) == BIRTH_BLOCK, "birth block");
+
+/* The copy's threads but its first (k - 1 of them, after child, which is stopped and
+ * traced) made by the birth code, each clone setting its TLS and clear_child_tid and
+ * the new thread dressing itself, untraced: no stop per thread or per call. 1 when a
+ * thread cannot be made so (too many; a GS base not its first's; on its alternate
+ * stack, which rt_sigreturn will not set while in use), else 0 or -errno. */
+static int born_dressed(int child, const struct thread_state *ts, const uint64_t *ctids,
                         int k, int *made)
+{
+    int m = k - 1, st, e;
+    if (m > BIRTH_MAX) return 1;
+    for (int i = 1; i < k; i++)
+        if (ts[i].again.gs_base != ts[0].again.gs_base || (ts[i].ss.flags & 1)) return 1;
+    size_t len = 4096 + (size_t)m * BIRTH_BLOCK;
+    unsigned char *buf = calloc(1, len);
+    if (!buf) return -ENOMEM;
+    uint64_t *table = (uint64_t *)buf;
+    for (int i = 1; i < k; i++) {
+        const struct thread_state *t = &ts[i];
+        uint64_t at = TRAP_SCRATCH + 4096 + (uint64_t)(i - 1) * BIRTH_BLOCK;
+        struct birth_block *b = (struct birth_block *)(buf + (at - TRAP_SCRATCH));
+        const struct user_regs_struct *r = &t->again;
+        uint64_t *w = &table[(i - 1) * 5];
+        w[0] = CLONE_A_THREAD | CLONE_SETTLS | (ctids[i] ? CLONE_CHILD_CLEARTID : 0);
+        w[1] = at;
+        w[2] = ctids[i];
+        w[3] = r->fs_base;
+        b->child_ip = CMC_TRAP_PAGE + TRAP_BIRTH_CODE_AT
+                      + (uint64_t)(cmc_birth_child - cmc_birth_code);
+        b->robust = t->robust;
+        b->robust_len = t->robust_len;
+        b->rseq = t->rseq.ptr;
+        b->rseq_len_sig = (uint64_t)t->rseq.size | (uint64_t)t->rseq.sig << 32;
+        b->uc.flags = 0x2 | 0x4;        /* UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS */
+        b->uc.stack = t->ss;
+        b->uc.stack.flags &= ~1;         /* SS_ONSTACK is a reading only */
+        uint64_t g[18] = { r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15,
+                           r->rdi, r->rsi, r->rbp, r->rbx, r->rdx, r->rax, r->rcx, r->rsp,
+                           r->rip, r->eflags };
+        memcpy(b->uc.gregs, g, sizeof g);
+        b->uc.cs = (uint16_t)r->cs;
+        b->uc.ss = (uint16_t)r->ss;
+        b->uc.sigmask = t->mask;
+        memcpy(b->fp, &t->fp, sizeof b->fp);
+        memset(b->fp + 464, 0, 48);      /* no xsave header: the legacy area alone */
+        b->uc.fpstate = at + offsetof(struct birth_block, fp);
+    }
+    e = 0;
+    if (cmc_write_mem(child, TRAP_SCRATCH, buf, len) != (int64_t)len) e = -EFAULT;
+    /* its clones untraced: they run on their own */
+    if (!e && ptrace(PTRACE_SETOPTIONS, child, 0, PTRACE_O_EXITKILL)) e = -errno;
+    struct user_regs_struct r = ts[0].again;
+    r.rip = CMC_TRAP_PAGE + TRAP_BIRTH_CODE_AT;
+    r.rbx = TRAP_SCRATCH;
+    r.r12 = (uint64_t)m;
+    r.rsp = TRAP_SCRATCH + 4096 - 64;
+    r.orig_rax = (uint64_t)-1;
+    if (!e && ptrace(PTRACE_SETREGS, child, 0, &r)) e = -errno;
+    if (!e && ptrace(PTRACE_CONT, child, 0, 0)) e = -errno;
+    if (!e && !(e = wait_traced(child, &st, 2000))) {
+        struct user_regs_struct after;
+        if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP) e = -EPROTO;
+        else if (ptrace(PTRACE_GETREGS, child, 0, &after)) e = -errno;
+        else if (after.rip != CMC_TRAP_PAGE + TRAP_BIRTH_CODE_AT
+                              + (uint64_t)(cmc_birth_trap - cmc_birth_code)) e = -EPROTO;
+    }
+    if (!e && cmc_read_mem(child, TRAP_SCRATCH, table, (uint64_t)m * 40) != (int64_t)m * 40)
+        e = -EFAULT;
+    for (int i = 1; i < k && !e; i++) {
+        long tid = (long)table[(i - 1) * 5 + 4];
+        if (tid <= 0) e = tid < 0 ? (int)tid : -ECHILD;
+        else made[i] = (int)tid;
+    }
+    free(buf);
+    return e;
+}
+
+/* The first thread of a process made by a clone or fork (stopped at its birth, a
+ * copy of thread `like`): its other threads made as its original's (tids[1..k)), born
+ * dressed where `born` allows and they can be (*traced: 1, only the first is a tracee),
+ * else each a clone (with its clear_child_tid) then dressed (dress_threads, all
+ * together; *traced: k); then its first itself. made[] gets them. */
+static int make_threads(int child, struct thread_state *ts, const uint64_t *ctids,
+                        int k, int *made, int born, int *traced)
 {
     long res;
     int st, e;
     made[0] = child;
+    *traced = k;
+    if (born && k > 1) {
+        e = born_dressed(child, ts, ctids, k, made);
+        if (e <= 0) {
+            if (!e) *traced = 1;
+            return e ? e : dress_first(child, &ts[0], ctids[0]);
+        }
+    }
     for (int i = 1; i < k; i++) {
         uint64_t a[6] = { CLONE_A_THREAD | (ctids[i] ? CLONE_CHILD_CLEARTID : 0), 0, 0,
                           ctids[i], 0, 0 };
@@ -1461,7 +1666,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
     pthread_sigmask(SIG_BLOCK, &chld, &old);
     struct thread_state *ts = calloc((size_t)n, sizeof *ts);
     int *made = calloc((size_t)n + (size_t)np, sizeof *made);
-    int seized = 0, st, e = 0, root2 = 0, zombies = 0;
+    int seized = 0, st, e = 0, root2 = 0, zombies = 0, traced;
     long res;
     if (!ts || !made) { e = -ENOMEM; goto out; }
     for (; seized < n; seized++)
@@ -1506,7 +1711,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
             goto out_copies;
         if ((e = reopen_files(x, b, p, nreopen, reopen))) goto out_copies;
         if ((e = make_threads(x, &ts[c->first], ctids + c->first, c->nthreads,
-                              made + c->first)))
+                              made + c->first, 0, &traced)))
             goto out_copies;
     }
     {
@@ -1535,7 +1740,7 @@ int cmc_fork_tree(int listener, int np, const struct cmc_tree_proc *procs, int n
             if (res != SIGCHLD) { e = -EPROTO; goto out_copies; }
         }
         if ((e = make_threads(root2, &ts[r->first], ctids + r->first, r->nthreads,
-                              made + r->first)))
+                              made + r->first, 0, &traced)))
             goto out_copies;
     }
     memcpy(out, made, ((size_t)n + (size_t)np) * sizeof *out);

@@ -2,7 +2,8 @@
 whose lease runs out in a background thread's pthread_cond_timedwait
 (test/progs/lease_thread.c), a Python socketserver.ThreadingTCPServer with a heartbeat
 thread on Event.wait(timeout) (test/progs/pythreads.py), and a Rust std::net server with
-a thread per connection and an Arc<(Mutex, Condvar)> (test/progs/rust_tpc.rs).
+a thread per connection and an Arc<(Mutex, Condvar)> (test/progs/rust_tpc.rs); and C
+workers that check what the kernel keeps for each thread (test/progs/threadstate.c).
 
 For each: the exact counts (the C and Python ones are also counted by hand: see the
 comments), five runs with the same output byte for byte, `--det` clean, and `--fast`
@@ -11,6 +12,7 @@ tests are skipped only when rustc is absent.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -53,6 +55,12 @@ PROGRAMS = {
     # that wait takes a nanosecond of the node's time (calls/threads.py), and the loop
     # ends, as on Linux.
     "rust_tpc": (Prog("rust_tpc.model", rust=True), (37, 29, 7)),
+    # Three workers that check their signal mask, alternate stack, MXCSR, robust list
+    # and rseq area at each CHECK (test/progs/threadstate.c); alice sends two, bob one,
+    # and the node serves one connection at a time.
+    "threadstate": (Prog("threadstate.model"), (22, 16, 6)),
+    "threadstate-static": (Prog("threadstate.model",
+                                ("-D", f"bin={PROGS}/threadstate-static")), (22, 16, 6)),
 }
 
 
@@ -191,3 +199,16 @@ def test_sched_yield_lets_the_other_thread_run(tmp_path, variant):
                 "-D", f"bin=../progs/build/yield_turns{variant}", cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert counts(r.stdout) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("name", ["threadstate", "threadstate-static"])
+def test_copied_threads_keep_what_the_kernel_keeps_for_each(name, tmp_path):
+    """Each thread of a copied world has its own signal mask, alternate stack, MXCSR,
+    robust list and rseq area again (csrc: born_dressed; docs/design.md, "Copies of
+    threaded nodes"): the workers find none changed, in worlds that were all copied."""
+    prog, want = PROGRAMS[name]
+    r = cmc(prog, tmp_path, "--fast", "--json", tmp_path / "r.json")
+    ok(r)
+    assert counts(r.stdout) == want
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["copies"] > 0 and report["replayed"] == {}, report["replayed"]

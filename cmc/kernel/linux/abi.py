@@ -48,6 +48,10 @@ TRAP_PAGE, TRAP_PAGE_SIZE = 0x7E5A00000000, 4096
 # ... and in it, a `syscall` the filter lets through unnotified: where cmc makes the
 # calls it injects into a node's stopped threads (csrc's TRAP_UNTRACED_AT)
 TRAP_UNTRACED_AT = 0xFF0
+# ... and a second, called by the code there that makes a copy's threads (csrc's
+# TRAP_BIRTH_AT), and the memory of the process's own that code uses, after the page
+TRAP_BIRTH_AT = 0xFE0
+TRAP_SCRATCH, TRAP_SCRATCH_SIZE = TRAP_PAGE + TRAP_PAGE_SIZE, 128 * 1024
 CLOCK_TSC, CLOCK_SEGV_ACTION = 0x434D4354, 0x434D4353
 SIGSEGV = 11
 CLONE_THREAD = 0x00010000

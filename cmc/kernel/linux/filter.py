@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import errno
 
-from .abi import (DURABLE_FD, SIGSEGV, STATE_FD, TRAP_PAGE, TRAP_PAGE_SIZE, TRAP_UNTRACED_AT,
-                  VFD_BASE)
+from .abi import (DURABLE_FD, SIGSEGV, STATE_FD, TRAP_BIRTH_AT, TRAP_PAGE, TRAP_PAGE_SIZE,
+                  TRAP_UNTRACED_AT, VFD_BASE)
 from .syscalls_x86_64 import NR
 
 # what would act on the host, refused or checked to name a process of the node
@@ -197,10 +197,12 @@ def build_filter(disk: bool = False, stdio: bool = False) -> list[tuple[int, int
     a.jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0)
     a.ret(RET_KILL_PROCESS)
     # a call cmc injects (at the trap page's untraced `syscall`; the IP is past it)
+    # (or at its second, which the code there that makes a copy's threads calls)
     a.ld(OFF_IP_HI)
-    a.jump(JEQ_K, TRAP_PAGE >> 32, 0, 3)
+    a.jump(JEQ_K, TRAP_PAGE >> 32, 0, 4)
     a.ld(OFF_IP_LO)
-    a.jump(JEQ_K, (TRAP_PAGE + TRAP_UNTRACED_AT + 2) & 0xFFFFFFFF, 0, 1)
+    a.jump(JEQ_K, (TRAP_PAGE + TRAP_UNTRACED_AT + 2) & 0xFFFFFFFF, 1, 0)
+    a.jump(JEQ_K, (TRAP_PAGE + TRAP_BIRTH_AT + 2) & 0xFFFFFFFF, 0, 1)
     a.ret(RET_ALLOW)
     a.ld(OFF_NR)
     a.jump(JGE_K, X32_BIT, 0, 1)
