@@ -794,9 +794,13 @@ out:
     return r;
 }
 
-int cmc_getfd(int pid, int fd)
+int cmc_getfd(int pid, int fd, int pidfd)
 {
-    int pidfd = syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd >= 0) {
+        int r = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        return r < 0 ? -errno : r;
+    }
+    pidfd = syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) return -errno;
     int r = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
     int e = errno;
@@ -1839,6 +1843,122 @@ int cmc_tgkill(int tgid, int tid, int sig)
 int cmc_subreaper(void)
 {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) ? -errno : 0;
+}
+
+/* ---- the ends of node processes, away from cmc's CPU ----------------------------
+ * A killed process's threads exit, and its memory is torn down, on the CPU they
+ * wake on. cmc runs pinned to one CPU with its nodes: threads about to be killed are
+ * moved to another (cmc_move_away), and a thread of the helper's own, there, waits
+ * for their ends (cmc_bury), so that neither is cmc's time. */
+static int away_cpu(void)
+{
+    static int pinned = -1, away = -1;
+    cpu_set_t cur;
+    if (sched_getaffinity(0, sizeof cur, &cur) || CPU_COUNT(&cur) != 1) return -1;
+    int mine = -1;
+    for (int c = 0; c < CPU_SETSIZE && mine < 0; c++)
+        if (CPU_ISSET(c, &cur)) mine = c;
+    if (mine == pinned) return away;
+    pinned = mine;
+    away = -1;
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    for (long i = 1; i < n && away < 0; i++) {
+        int c = (int)((mine + i) % n);
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        /* allowed here (a cgroup's cpuset may not have it)? asked of a thread of ours */
+        if (!sched_setaffinity(0, sizeof one, &one)) away = c;
+    }
+    sched_setaffinity(0, sizeof cur, &cur);
+    return away;
+}
+
+int cmc_move_away(const int *tids, int n)
+{
+    int c = away_cpu();
+    if (c < 0) return 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    for (int i = 0; i < n; i++)
+        sched_setaffinity(tids[i], sizeof one, &one);      /* one gone already: ESRCH */
+    return 1;
+}
+
+static int bury_fds[2] = { -1, -1 };
+static pid_t bury_owner;                 /* the process whose thread reaps (not a fork's) */
+static pthread_mutex_t bury_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bury_cond = PTHREAD_COND_INITIALIZER;
+static long bury_pending;
+
+static void *bury_main(void *arg)
+{
+    int rfd = (int)(intptr_t)arg, pid;
+    for (;;) {
+        ssize_t r = read(rfd, &pid, sizeof pid);
+        if (r < 0 && errno == EINTR) continue;
+        if (r != (ssize_t)sizeof pid) return NULL;
+        while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR) {}
+        pthread_mutex_lock(&bury_lock);
+        bury_pending--;
+        pthread_cond_broadcast(&bury_cond);
+        pthread_mutex_unlock(&bury_lock);
+    }
+}
+
+int cmc_bury(int pid)
+{
+    if (bury_owner != getpid()) {            /* first, or in a fork of the process */
+        if (pipe2(bury_fds, O_CLOEXEC)) return -errno;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);    /* no handler of cmc's runs there */
+        pthread_t t;
+        int e = pthread_create(&t, NULL, bury_main, (void *)(intptr_t)bury_fds[0]);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e) {
+            close(bury_fds[0]);
+            close(bury_fds[1]);
+            return -e;
+        }
+        pthread_detach(t);
+        bury_owner = getpid();
+        bury_pending = 0;
+        int c = away_cpu();
+        if (c >= 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            pthread_setaffinity_np(t, sizeof one, &one);
+        }
+    }
+    pthread_mutex_lock(&bury_lock);
+    bury_pending++;
+    pthread_mutex_unlock(&bury_lock);
+    if (write(bury_fds[1], &pid, sizeof pid) != (ssize_t)sizeof pid) {
+        int e = errno;
+        pthread_mutex_lock(&bury_lock);
+        bury_pending--;
+        pthread_mutex_unlock(&bury_lock);
+        return -e;
+    }
+    return 0;
+}
+
+int cmc_buried(int timeout_ms)
+{
+    if (bury_owner != getpid()) return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&bury_lock);
+    while (bury_pending > 0 && !pthread_cond_timedwait(&bury_cond, &bury_lock, &until)) {}
+    long left = bury_pending;
+    pthread_mutex_unlock(&bury_lock);
+    return (int)left;
 }
 
 int cmc_file_id(const char *path, uint64_t *out)

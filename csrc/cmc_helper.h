@@ -99,9 +99,10 @@ int cmc_exec_continue(int listener, uint64_t id, int pid,
 int cmc_trap_page(uint64_t *addr_out);
 
 /* A copy, in this process, of descriptor fd of process pid (pidfd_getfd,
- * Linux 5.6); close-on-exec. Used to ask the kernel about the readiness of a
- * node's real descriptors. Returns the new fd or -errno. */
-int cmc_getfd(int pid, int fd);
+ * Linux 5.6), through `pidfd` when it is one of pid's (else -1); close-on-exec. Used
+ * to ask the kernel about the readiness of a node's real descriptors. Returns the new
+ * fd or -errno. */
+int cmc_getfd(int pid, int fd, int pidfd);
 
 /* Poll an epoll instance (a copy from cmc_getfd) without waiting: up to max
  * ready events, their masks in events[] and the user's 64-bit data in data[].
@@ -187,6 +188,16 @@ int cmc_tgkill(int tgid, int tid, int sig);
  * (a node's process tree: docs/target-contract.md, "Process trees") become its
  * children, to be reaped by it. */
 int cmc_subreaper(void);
+
+/* Move threads tids[0, n) to another CPU than the one the caller is pinned to (none:
+ * not pinned, or no other allowed): 1 when moved, else 0. Then kill them; their
+ * exits run there. */
+int cmc_move_away(const int *tids, int n);
+/* Reap child pid, killed, in a thread of the helper's own (on that other CPU): 0 or
+ * -errno. cmc_buried waits up to timeout_ms until every pid given so is reaped, and
+ * returns how many are not. */
+int cmc_bury(int pid);
+int cmc_buried(int timeout_ms);
 
 /* The identity of the file at path (not following a last symlink): out[0] its
  * device, out[1] its inode number, out[2] and out[3] its birth time (seconds,

@@ -79,12 +79,20 @@ def _node_pid(call, pid: int) -> bool | None:
         return True
     if _kept_start(call, pid):
         return None
+    _ended()
     try:
         return os.getpgid(pid) in _groups(call)
     except ProcessLookupError:
         return None
     except OSError:
         return False
+
+
+def _ended() -> None:
+    """Before the kernel is asked about a pid that is not the node's: every process
+    cmc killed is reaped (the C helper reaps them on its own, _native.bury), so that a
+    pid of an ended incarnation names no process, as it did once cmc killed it."""
+    _native.buried(10.0)
 
 
 def _refuse(call, what: str):
@@ -190,6 +198,7 @@ def sys_kill(call):
             return CONTINUE
         if _kept_start(call, -pid):
             return Err(errno.ESRCH)
+        _ended()
         try:
             os.killpg(-pid, 0)
         except ProcessLookupError:
@@ -230,6 +239,8 @@ def sys_tkill(call):
     t = call.node.tasks.known_thread(tid)
     if t is None and _kept_start(call, tid):
         return Err(errno.ESRCH)
+    if t is None:
+        _ended()
     if t is None or t.tid == tid and tgid in (None, t.proc.pid):
         return CONTINUE
     if tgid is not None and tgid not in call.node.tasks.known_pids(t.proc):

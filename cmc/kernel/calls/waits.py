@@ -40,7 +40,7 @@ EPOLL_CLOEXEC = 0o2000000
 def real_revents(proc, fd: int, events: int) -> int:
     """What the real kernel says about one of the node's real descriptors, now."""
     try:
-        copy = _native.getfd(proc.pid, fd)
+        copy = _native.getfd(proc.pid, fd, proc.pidfd)
     except OSError:
         return POLLNVAL
     try:
@@ -292,7 +292,7 @@ def _epoll_wait(proc, epfd: int, events_addr: int, maxevents: int, timeout_ns, w
             if len(out) == maxevents:
                 return out
         try:
-            copy = _native.getfd(proc.pid, epfd)
+            copy = _native.getfd(proc.pid, epfd, proc.pidfd)
         except OSError:
             return out
         try:

@@ -164,9 +164,10 @@ def trap_page() -> tuple[int, int]:
     return addr[0], n
 
 
-def getfd(pid: int, fd: int) -> int:
-    """A copy of the node's descriptor fd, in cmc (close it after use)."""
-    return _check(lib.cmc_getfd(pid, fd))
+def getfd(pid: int, fd: int, pidfd: int = -1) -> int:
+    """A copy of the node's descriptor fd, in cmc (close it after use); through pidfd,
+    when cmc holds one of pid."""
+    return _check(lib.cmc_getfd(pid, fd, pidfd))
 
 
 def epoll_ready(epfd: int, max_events: int) -> list[tuple[int, int]]:
@@ -308,6 +309,21 @@ def tgkill(tgid: int, tid: int, sig: int) -> None:
 def place_fd(listener: int, nid: int, srcfd: int, newfd: int, cloexec: bool) -> None:
     """Install a copy of srcfd in the target at number newfd, without answering nid."""
     _check(lib.cmc_addfd(listener, nid, srcfd, newfd, 1 if cloexec else 0, 0))
+
+
+def move_away(tids: list[int]) -> None:
+    """Threads about to be killed, moved off the CPU cmc is pinned to (see cmc_move_away)."""
+    lib.cmc_move_away(ffi.new("int[]", tids or [0]), len(tids))
+
+
+def bury(pid: int) -> None:
+    """Child pid, killed, reaped by a thread of the helper's own (OSError: not taken)."""
+    _check(lib.cmc_bury(pid))
+
+
+def buried(timeout_s: float) -> int:
+    """Wait until every pid given to `bury` is reaped (at most timeout_s): how many are not."""
+    return lib.cmc_buried(int(timeout_s * 1000))
 
 
 def subreaper() -> None:

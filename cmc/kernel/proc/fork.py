@@ -84,6 +84,7 @@ class Roots:
     def close(self) -> None:
         if self.zygotes is not None:
             self.zygotes.close()
+        _native.buried(REBIND_TIMEOUT_S)     # every node process killed is reaped
 
 
 def hold_root(root: str | None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..linux import procfs
+from ..linux import _native, procfs
 
 
 # Roots of copied trees that ended while their parents (the originals, which never
@@ -40,6 +40,18 @@ def end_status(pid: int, wait: bool = False) -> int | None:
 
 
 _sweep = [64]     # look through STRAYS when it has grown this large (twice what it kept)
+
+
+def reap_killed(pid: int, alone: bool) -> None:
+    """Reap pid, killed: when it is the only process of its node and cmc's child
+    (`alone`), by the C helper's thread, on another CPU, while cmc goes on (its end
+    is not cmc's time: docs/performance.md); else here (end_status)."""
+    if alone:
+        try:
+            return _native.bury(pid)
+        except OSError:
+            pass
+    end_status(pid, wait=True)
 
 
 def reap_strays() -> None:

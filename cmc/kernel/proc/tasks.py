@@ -49,7 +49,7 @@ from ...interrupts import interrupts_held
 from ..linux import _native, procfs
 from ..linux.procfs import task_state
 from ..linux.syscalls_x86_64 import NR
-from .reaping import _reaped, end_status, reap_orphans
+from .reaping import _reaped, reap_killed, reap_orphans
 from .tap import Tap
 
 
@@ -437,8 +437,9 @@ class Tasks:
     def send_kill(self) -> None:
         """SIGKILL the node's process groups (those a process of it is in: another's
         may have the id of one emptied, prune_groups) and every process of it cmc
-        knows, without waiting for their end."""
+        knows, without waiting for their end, which is not cmc's time (move_away)."""
         mine = set()
+        _native.move_away(list(self.threads))
         for pid in self.procs:
             with contextlib.suppress(OSError):
                 mine.add(os.getpgid(pid))
@@ -456,14 +457,13 @@ class Tasks:
                 pass
 
     def reap(self) -> None:
-        """Wait for the end of every process of the node: the launched one is cmc's
-        child; the others become cmc's once their parents are gone (cmc is their
-        subreaper), and cmc reaps those too. The root of a copied tree is the child of
-        its original, which may live on: it is reaped when it comes to cmc (`STRAYS`);
-        the others in its PID namespace are reaped by the kernel when it ends."""
-        if self.pid:
-            end_status(self.pid, wait=True)
+        """Reap every process of the node: the launched one is cmc's child (alone, the C
+        helper reaps it); the others become cmc's once their parents are gone (cmc is
+        their subreaper). A copied tree's root is its original's child: reaped when it
+        comes to cmc (`STRAYS`); the kernel reaps the rest of its PID namespace."""
         others = [p for p in self.procs if p != self.pid] + self.reapable
+        if self.pid:
+            reap_killed(self.pid, not others and not self.ns_root)
         self.reapable = []
         self.detach()
         reap_orphans(others, self.node.cluster.watchdog_s)
