@@ -308,6 +308,15 @@ write:;
     return 1;
 }
 
+/* While a start is watched (zygote.py): a path that may lead into the node's directory
+ * (relative, under `start_dir`, or through a process's cwd) is not passed through. */
+static char start_dir[4096];
+
+void cmc_watch_start(const char *dir)
+{
+    snprintf(start_dir, sizeof start_dir, "%s", dir ? dir : "");
+}
+
 int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
                      const int32_t path_args[], const int32_t flag_args[],
                      uint64_t flag_mask, int n, const char *needle,
@@ -330,6 +339,8 @@ int cmc_recv_passing(int listener, struct cmc_notif *out, const int32_t nrs[],
         if (read_path((int)out->pid, out->args[path_args[i]], path, sizeof path)) return 0;
         for (const char *nd = needle; *nd; nd += strlen(nd) + 1)
             if (strstr(path, nd)) return 0;
+        if (start_dir[0] && (path[0] != '/' || strstr(path, start_dir) || strstr(path, "/cwd")))
+            return 0;
         cmc_respond(listener, out->id, 0, 0, 1);
         return 1;
     }

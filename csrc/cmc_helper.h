@@ -104,6 +104,11 @@ int cmc_trap_page(uint64_t *addr_out);
  * fd or -errno. */
 int cmc_getfd(int pid, int fd, int pidfd);
 
+/* From now on (dir: a node's directory; NULL or "": no more), an open whose path may
+ * lead into it is not passed through by cmc_recv_passing: a start kept as a zygote
+ * ends there. */
+void cmc_watch_start(const char *dir);
+
 /* Poll an epoll instance (a copy from cmc_getfd) without waiting: up to max
  * ready events, their masks in events[] and the user's 64-bit data in data[].
  * Returns the count or -errno. */

@@ -2,13 +2,14 @@
  * bootlog: a node whose start changes its own directory where cmc does not see it
  * (test/test_zygote.py; docs/design.md, "Zygotes: a start run once").
  *
- *   bootlog PORT
+ *   bootlog PORT [home]
  *
  * At every start but the first it appends a line to boots.log in its directory, through
  * an open that runs natively (no O_CREAT, no O_TRUNC) and a write that does too (its
- * model has `disk off`): a start kept and copied would leave that line out of every
- * world it is forked into, so cmc must launch such a start, not copy it. The first
- * start creates the file (an open cmc sees: a start kept ends before it). Its state
+ * model has `disk off`): a start kept and copied with that line in it would have it in
+ * every world it is forked into, and one copied without it would lack it, so a start
+ * cmc keeps must end before that open. The first start creates the file. With `home`
+ * the file is named by $HOME/boots.log (HOME is the node's directory), not relatively. Its state
  * on fd 3 is {"boots": N}, the lines in the file; it answers each line a client
  * sends with "boots N".
  */
@@ -28,17 +29,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bootlog PORT\n");
         return 2;
     }
-    int fd = open("boots.log", O_WRONLY | O_APPEND | O_CLOEXEC);
+    char name[4096] = "boots.log";
+    if (argc > 2 && strcmp(argv[2], "home") == 0)
+        snprintf(name, sizeof name, "%s/boots.log", getenv("HOME") ? getenv("HOME") : ".");
+    int fd = open(name, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd >= 0) {
         if (write(fd, "boot\n", 5) != 5) { perror("bootlog: write"); return 1; }
     } else {
-        fd = open("boots.log", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        fd = open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) { perror("bootlog: create"); return 1; }
     }
     close(fd);
     char buf[4096];
     int boots = 0;
-    fd = open("boots.log", O_RDONLY | O_CLOEXEC);
+    fd = open(name, O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
     for (ssize_t i = 0; i < n; i++)
         boots += buf[i] == '\n';

@@ -164,6 +164,12 @@ def trap_page() -> tuple[int, int]:
     return addr[0], n
 
 
+def watch_start(cwd: str | None) -> None:
+    """While a start runs (cwd: its node's directory; None: no more), opens of paths that
+    may lead into it come to Python (see cmc_watch_start)."""
+    lib.cmc_watch_start(ffi.NULL if cwd is None else os.fsencode(cwd))
+
+
 def getfd(pid: int, fd: int, pidfd: int = -1) -> int:
     """A copy of the node's descriptor fd, in cmc (close it after use); through pidfd,
     when cmc holds one of pid."""

@@ -217,11 +217,45 @@ def home_address(node, pid: int = 0) -> int | None:
     return None if at < 0 else env_start + at + 1 + 5
 
 
-def move_home(node, address: int | None, proc=None) -> None:
+def move_home(node, address: int | list[int] | None, proc=None) -> None:
     """HOME is the node's directory (node.py): point the copy's at its own (as long
-    as the original's: fork_world checks); in proc (default: its first process)."""
-    if address is not None:
-        (proc or node.tasks.main).write(address, os.fsencode(node.cwd))
+    as the original's: fork_world checks); in proc (default: its first process). A
+    list: every place the name is written (`directory_names`)."""
+    for at in address if isinstance(address, list) else [address]:
+        if at is not None:
+            (proc or node.tasks.main).write(at, os.fsencode(node.cwd))
+
+
+def directory_names(node) -> list[int]:
+    """Where the name of node's directory is written in the writable memory of its
+    process: HOME in the environment block, and every copy a program made of it (Go's
+    runtime copies the environment; a path made from HOME). Only pages present are
+    read (/proc/PID/pagemap). A kept start's copies are each given their own
+    directory's name there (zygote.py)."""
+    pid, name, out = node.tasks.pid, os.fsencode(node.cwd), set()
+    page = mmap.PAGESIZE
+    with open(f"/proc/{pid}/maps") as f:
+        ranges = [(int(lo, 16), int(hi, 16)) for lo, hi, perms in
+                  (line.split()[0].split("-") + [line.split()[1]] for line in f)
+                  if perms.startswith("rw")]
+    with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as pm, \
+            open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for lo, hi in ranges:
+            n = (hi - lo) // page
+            entries = struct.unpack(f"<{n}Q", os.pread(pm.fileno(), 8 * n, lo // page * 8))
+            run = None
+            for i, e in enumerate(entries + (0,)):
+                if e >> 62 and run is None:             # present or swapped
+                    run = i
+                elif not e >> 62 and run is not None:
+                    start = lo + run * page
+                    data = os.pread(mem.fileno(), (i - run) * page, start)
+                    at = data.find(name)
+                    while at >= 0:
+                        out.add(start + at)
+                        at = data.find(name, at + 1)
+                    run = None
+    return sorted(out)
 
 
 def replace_fds(node, plan, old_cwd: str, original: int, proc=None,

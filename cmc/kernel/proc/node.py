@@ -157,10 +157,12 @@ class Node:
         COUNTERS["launches"] += 1
         if zygotes is not None and zygotes.wanted(key):
             self.tasks.pausing = zygote_stop    # at the end of its start: kept (zygote.py)
+            _native.watch_start(self.cwd)
         try:
             self.tasks.run(None)  # answers the first execve: only then may keepalive go
         finally:
             self.tasks.pausing = None
+            _native.watch_start(None)
         del keepalive
         paused, self.tasks.paused = self.tasks.paused, None
         if paused is None:

@@ -2,10 +2,10 @@
 inputs (docs/design.md, "Zygotes: a start run once").
 
 A launched program first starts up (its runtime, its threads, its configuration) and
-only then touches the world: its network, the names of shared memory, the state
-channels. What it did up to there depends on nothing but what it was started with: its
-node and incarnation (its environment, AT_RANDOM and random stream), its clock, and its
-directory. With copying on (`--fast`), the launch stops at the first call outside the
+only then touches the world: its network, its directory, the names of shared memory,
+the state channels. What it did up to there depends on nothing but what it was started
+with: its node and incarnation (its environment, AT_RANDOM and random stream) and its
+clock. With copying on (`--fast`), the launch stops at the first call outside the
 start (`starts_up` is False), and the node as it is there -- its processes held, cmc's
 record of them -- is kept as a *zygote*: a Lease (fork.py) that no world ever runs. The
 launch then goes on in a fork of it, and every later launch with the same inputs
@@ -13,9 +13,8 @@ launch then goes on in a fork of it, and every later launch with the same inputs
 
 A zygote is made only where that is faithful: not under time virtual (the clock is the
 cluster's), --det's second launch, a Maelstrom node, `machine pids private`, while calls
-are recorded, nor when the start changed the node's directory or left a process, a
-thread not held or a descriptor a fork cannot copy (`Zygotes.make` then remembers the
-key as one to launch).
+are recorded, nor when the start left a process, a thread not held or a descriptor a
+fork cannot copy (`Zygotes.make` then remembers the key as one to launch).
 """
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ from ..calls.threads import clone_flags
 from ..linux import _native, procfs
 from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, F_GETFD, F_GETFL, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
-from ..world.content import directory_digest
-from .copyplan import fd_plan, home_address
+from .copyplan import directory_names, fd_plan
 from .fork import Lease
 from .record import _BY_IDENTITY, load_record, save_record
 
@@ -51,8 +49,6 @@ _ON_OWN_FD = frozenset(NR[n] for n in (
 _OPENS = {NR["open"]: 0, NR["openat"]: 1}
 _CLONES = frozenset((NR["clone"], NR["clone3"]))
 
-# A directory holding more data than this is not read to make a key
-DIGEST_MAX = 16 << 20
 # A node whose start could not be kept this often is launched from then on
 REFUSALS = 3
 # How many zygotes are kept at a time (each is a program held, with its memory)
@@ -62,6 +58,8 @@ KEPT = 16
 def starts_up(t) -> bool:
     """Whether thread t's held call may be part of a start kept as a zygote."""
     nr, args, proc = t.notif.nr, t.notif.args, t.proc
+    if nr == NR["execve"] and _into_directory(proc, proc.read_cstr(args[0])):
+        return False
     if nr in _ALWAYS:
         return True
     if nr in _CLONES:
@@ -70,7 +68,7 @@ def starts_up(t) -> bool:
     if nr in _OPENS:       # a limit, the random stream, the machine: not /dev/shm, and
         at = _OPENS[nr]    # no new or truncated file (the disk model's)
         path = proc.read_cstr(args[at])
-        return (path is not None and b"/dev/shm" not in path
+        return (path is not None and b"/dev/shm" not in path and not _into_directory(proc, path)
                 and not args[at + 1] & (os.O_CREAT | os.O_TRUNC))
     if nr == NR["bind"]:
         return fd_arg(args[0]) < VFD_BASE
@@ -81,6 +79,15 @@ def starts_up(t) -> bool:
     if nr in _ON_OWN_FD:
         return _own(proc, fd_arg(args[0]))
     return False
+
+
+def _into_directory(proc, path: bytes | None) -> bool:
+    """Whether a path may lead into the node's directory, which a start does not read
+    (while it runs such opens come here: Node.launch, _native.watch_start): relative,
+    under it (HOME is it), or through a process's cwd."""
+    if path is None or not path.startswith(b"/"):
+        return True
+    return os.fsencode(proc.node.cwd) in path or b"/cwd" in path
 
 
 def zygote_stop(t) -> bool:
@@ -151,7 +158,12 @@ class Zygote:
         node.elapsed_ns = self.elapsed_ns
         # an IPC namespace of its own, as a launch has (its start made no SysV object)
         ipc = CLONE_NEWIPC if _native.private_ipc() == 1 else 0
-        self.lease.fork_into(node, node.cwd, waited=False, unshare=ipc)
+        # its held call, made again, may be an open cmc would let through unseen
+        _native.watch_start(node.cwd)
+        try:
+            self.lease.fork_into(node, node.cwd, waited=False, unshare=ipc)
+        finally:
+            _native.watch_start(None)
         # its program knows the copy by the kept start's pid (calls/host.py answers
         # and translates it), as a launch's knows the launch by its own
         node.tasks.root_known, node.tasks.parent_known = self.pid, self.ppid
@@ -213,11 +225,7 @@ class Zygotes:
             return None
         if self.refused[node.index] >= REFUSALS:
             return None
-        digest = directory_digest(node.cwd, DIGEST_MAX)
-        if digest is None:
-            self.refused[node.index] = REFUSALS
-            return None
-        return (node.index, node.incarnation, node.elapsed_ns, digest)
+        return (node.index, node.incarnation, node.elapsed_ns)
 
     def find(self, key: tuple | None) -> Zygote | None:
         if key is None or self.kept.get(key) is None:
@@ -234,9 +242,7 @@ class Zygotes:
         (remembered) where it cannot be. The node's processes are the zygote's then."""
         tasks = node.tasks
         why = None
-        if directory_digest(node.cwd, DIGEST_MAX) != key[3]:
-            why = "its start changed its directory"
-        elif len(tasks.procs) != 1 or tasks.reapable or tasks.groups or tasks.clones \
+        if len(tasks.procs) != 1 or tasks.reapable or tasks.groups or tasks.clones \
                 or tasks.forking is not None or tasks.pgid != tasks.pid:
             why = "its start made a process"
         elif any(t.notif is None for t in tasks.threads.values()):
@@ -244,7 +250,7 @@ class Zygotes:
         plan = None
         if why is None:
             try:
-                plan = (fd_plan(node), home_address(node))
+                plan = (fd_plan(node), directory_names(node))
             except NotForkable as e:
                 why = str(e)
         if why is not None:

@@ -338,34 +338,3 @@ def _compact_file(path: str, st) -> None:
     finally:
         os.close(fd)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
-
-
-def directory_digest(cwd: str, most: int) -> bytes | None:
-    """What a node's directory holds: names, kinds, modes, sizes and contents (the
-    data of sparse files only), not times (proc/zygote.py: a start's key); None
-    when it holds more than `most` bytes of data."""
-    h = xxhash.xxh3_128()
-    left = most
-    for folder, dirs, files in os.walk(cwd):
-        dirs.sort()
-        for name in [""] + sorted(files) + dirs:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            h.update(f"{os.path.relpath(path, cwd)}\0{st.st_mode:o}\0{st.st_size}\0".encode())
-            if stat.S_ISLNK(st.st_mode):
-                h.update(os.fsencode(os.readlink(path)))
-            elif stat.S_ISREG(st.st_mode) and st.st_size:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-                try:
-                    for start, end in _data_ranges(fd, st.st_size):
-                        left -= end - start
-                        if left < 0:
-                            return None
-                        h.update(start.to_bytes(8, "little"))
-                        h.update(os.pread(fd, end - start, start))
-                finally:
-                    os.close(fd)
-    return h.digest()
