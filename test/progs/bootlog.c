@@ -2,14 +2,18 @@
  * bootlog: a node whose start changes its own directory where cmc does not see it
  * (test/test_zygote.py; docs/design.md, "Zygotes: a start run once").
  *
- *   bootlog PORT [home]
+ *   bootlog PORT [home|stat]
  *
  * At every start but the first it appends a line to boots.log in its directory, through
  * an open that runs natively (no O_CREAT, no O_TRUNC) and a write that does too (its
  * model has `disk off`): a start kept and copied with that line in it would have it in
  * every world it is forked into, and one copied without it would lack it, so a start
  * cmc keeps must end before that open. The first start creates the file. With `home`
- * the file is named by $HOME/boots.log (HOME is the node's directory), not relatively. Its state
+ * the file is named by $HOME/boots.log (HOME is the node's directory), not relatively.
+ * With `stat`, the start first asks whether a file `marked` is there (access(2), which
+ * runs natively, unseen), before anything else, and the state has "marked": 0 or 1; a
+ * client's line makes the file (an open that creates it, which cmc sees) and the state
+ * says so. A kept start is used only where the directory shows what it showed to it. Its state
  * on fd 3 is {"boots": N}, the lines in the file; it answers each line a client
  * sends with "boots N".
  */
@@ -29,6 +33,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bootlog PORT\n");
         return 2;
     }
+    int stat_mode = argc > 2 && strcmp(argv[2], "stat") == 0;
+    int marked = stat_mode && access("marked", F_OK) == 0;
     char name[4096] = "boots.log";
     if (argc > 2 && strcmp(argv[2], "home") == 0)
         snprintf(name, sizeof name, "%s/boots.log", getenv("HOME") ? getenv("HOME") : ".");
@@ -49,7 +55,9 @@ int main(int argc, char **argv)
     if (fd >= 0)
         close(fd);
     char line[64];
-    int len = snprintf(line, sizeof line, "{\"boots\":%d}\n", boots);
+    int len = stat_mode ? snprintf(line, sizeof line, "{\"boots\":%d,\"marked\":%d}\n",
+                                   boots, marked)
+                        : snprintf(line, sizeof line, "{\"boots\":%d}\n", boots);
     if (write(3, line, (size_t)len) != len) { perror("bootlog: write fd 3"); return 1; }
 
     int srv = socket(AF_INET, SOCK_STREAM, 0), one = 1;
@@ -65,6 +73,14 @@ int main(int argc, char **argv)
         if (c < 0)
             continue;
         if (read(c, buf, sizeof buf) > 0) {
+            if (stat_mode && !marked) {
+                int m = open("marked", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (m >= 0)
+                    close(m);
+                marked = 1;
+                len = snprintf(line, sizeof line, "{\"boots\":%d,\"marked\":1}\n", boots);
+                if (write(3, line, (size_t)len) != len) { perror("bootlog: write fd 3"); return 1; }
+            }
             len = snprintf(line, sizeof line, "boots %d\n", boots);
             if (write(c, line, (size_t)len) != len) { /* the client is gone */ }
         }

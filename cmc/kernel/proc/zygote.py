@@ -4,17 +4,20 @@ inputs (docs/design.md, "Zygotes: a start run once").
 A launched program first starts up (its runtime, its threads, its configuration) and
 only then touches the world: its network, its directory, the names of shared memory,
 the state channels. What it did up to there depends on nothing but what it was started
-with: its node and incarnation (its environment, AT_RANDOM and random stream) and its
-clock. With copying on (`--fast`), the launch stops at the first call outside the
-start (`starts_up` is False), and the node as it is there -- its processes held, cmc's
-record of them -- is kept as a *zygote*: a Lease (fork.py) that no world ever runs. The
-launch then goes on in a fork of it, and every later launch with the same inputs
-(`key`) is a fork of it too, in its own world's directory, with a copy of the record.
+with: its node and incarnation (its environment, AT_RANDOM and random stream), its
+clock, and what its directory shows to a program that opens none of its files (it may
+`stat` them unseen). With copying on (`--fast`), the launch stops at the first call
+outside the start (`starts_up` is False), and the node as it is there -- its processes
+held, cmc's record of them -- is kept as a *zygote*: a Lease (fork.py) that no world
+ever runs. The launch then goes on in a fork of it, and every later launch with the
+same inputs (`key`) is a fork of it too, in its own world's directory, with a copy of
+the record.
 
 A zygote is made only where that is faithful: not under time virtual (the clock is the
 cluster's), --det's second launch, a Maelstrom node, `machine pids private`, while calls
-are recorded, nor when the start left a process, a thread not held or a descriptor a
-fork cannot copy (`Zygotes.make` then remembers the key as one to launch).
+are recorded, nor when the start changed the node's directory (natively, unseen) or
+left a process, a thread not held or a descriptor a fork cannot copy (`Zygotes.make`
+then remembers the key as one to launch).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from ..calls.threads import clone_flags
 from ..linux import _native, procfs
 from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, F_GETFD, F_GETFL, VFD_BASE
 from ..linux.syscalls_x86_64 import NR
+from ..world.content import directory_shape
 from .copyplan import directory_names, fd_plan
 from .fork import Lease
 from .record import _BY_IDENTITY, load_record, save_record
@@ -225,7 +229,7 @@ class Zygotes:
             return None
         if self.refused[node.index] >= REFUSALS:
             return None
-        return (node.index, node.incarnation, node.elapsed_ns)
+        return (node.index, node.incarnation, node.elapsed_ns, directory_shape(node.cwd))
 
     def find(self, key: tuple | None) -> Zygote | None:
         if key is None or self.kept.get(key) is None:
@@ -242,7 +246,9 @@ class Zygotes:
         (remembered) where it cannot be. The node's processes are the zygote's then."""
         tasks = node.tasks
         why = None
-        if len(tasks.procs) != 1 or tasks.reapable or tasks.groups or tasks.clones \
+        if directory_shape(node.cwd) != key[3]:
+            why = "its start changed its directory"     # a mkdir, say: natively, unseen
+        elif len(tasks.procs) != 1 or tasks.reapable or tasks.groups or tasks.clones \
                 or tasks.forking is not None or tasks.pgid != tasks.pid:
             why = "its start made a process"
         elif any(t.notif is None for t in tasks.threads.values()):

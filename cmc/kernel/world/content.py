@@ -338,3 +338,23 @@ def _compact_file(path: str, st) -> None:
     finally:
         os.close(fd)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def directory_shape(cwd: str) -> bytes:
+    """What a node's directory shows to a program that opens none of its files: names,
+    kinds, modes, sizes and link targets, not data or times (proc/zygote.py: a start's
+    key; a start ends before it opens a file there, but `stat`, `access`, `readlink`
+    and `mkdir` run natively, unseen)."""
+    h = xxhash.xxh3_128()
+    for folder, dirs, files in os.walk(cwd):
+        dirs.sort()
+        for name in [""] + sorted(files) + dirs:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            h.update(f"{os.path.relpath(path, cwd)}\0{st.st_mode:o}\0{st.st_size}\0".encode())
+            if stat.S_ISLNK(st.st_mode):
+                h.update(os.fsencode(os.readlink(path)))
+    return h.digest()
