@@ -1861,6 +1861,14 @@ int cmc_subreaper(void)
  * wake on. cmc runs pinned to one CPU with its nodes: threads about to be killed are
  * moved to another (cmc_move_away), and a thread of the helper's own, there, waits
  * for their ends (cmc_bury), so that neither is cmc's time. */
+static cpu_set_t only(int c)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    return one;
+}
+
 static int away_cpu(void)
 {
     static int pinned = -1, away = -1;
@@ -1875,9 +1883,7 @@ static int away_cpu(void)
     long n = sysconf(_SC_NPROCESSORS_CONF);
     for (long i = 1; i < n && away < 0; i++) {
         int c = (int)((mine + i) % n);
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(c, &one);
+        cpu_set_t one = only(c);
         /* allowed here (a cgroup's cpuset may not have it)? asked of a thread of ours */
         if (!sched_setaffinity(0, sizeof one, &one)) away = c;
     }
@@ -1889,9 +1895,7 @@ int cmc_move_away(const int *tids, int n)
 {
     int c = away_cpu();
     if (c < 0) return 0;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(c, &one);
+    cpu_set_t one = only(c);
     for (int i = 0; i < n; i++)
         sched_setaffinity(tids[i], sizeof one, &one);      /* one gone already: ESRCH */
     return 1;
@@ -1938,9 +1942,7 @@ int cmc_bury(int pid)
         bury_pending = 0;
         int c = away_cpu();
         if (c >= 0) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(c, &one);
+            cpu_set_t one = only(c);
             pthread_setaffinity_np(t, sizeof one, &one);
         }
     }
