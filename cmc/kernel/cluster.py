@@ -243,7 +243,7 @@ class Cluster:
             for node in ends:               # all at once: their ends overlap
                 node.tasks.send_kill()
             for node in ends:
-                node.tasks.reap()
+                node.tasks.reap(later=True)
             try:
                 if sys.exc_info()[0] is None:      # not while another error is on its way
                     for lease in leases:

@@ -16,24 +16,47 @@
  * says so. A kept start is used only where the directory shows what it showed to it. Its state
  * on fd 3 is {"boots": N}, the lines in the file; it answers each line a client
  * sends with "boots N".
+ *
+ *   bootlog PORT lock MB
+ *
+ * With `lock`, each start first takes an exclusive flock(2) of the file `lock` without
+ * waiting (a call that runs natively: the real kernel's lock), then fills MB megabytes of
+ * memory, so that its end, when it is killed, takes the kernel a while: the memory is
+ * freed before the descriptors are closed and the lock let go. Its state has "locked":
+ * 1 when another process still held the lock (the incarnation a CRASH ended), else 0.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bootlog PORT\n");
+        fprintf(stderr, "usage: bootlog PORT [home|stat|lock MB]\n");
         return 2;
     }
     int stat_mode = argc > 2 && strcmp(argv[2], "stat") == 0;
+    int lock_mode = argc > 3 && strcmp(argv[2], "lock") == 0, locked = 0;
+    if (lock_mode) {
+        int lfd = open("lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lfd < 0) { perror("bootlog: lock"); return 1; }
+        if (flock(lfd, LOCK_EX | LOCK_NB)) {
+            if (errno != EWOULDBLOCK) { perror("bootlog: flock"); return 1; }
+            locked = 1;
+        }
+        size_t size = (size_t)atoi(argv[3]) << 20;
+        char *fill = malloc(size);
+        if (fill == NULL) { perror("bootlog: malloc"); return 1; }
+        memset(fill, 1, size);
+    }
     int marked = stat_mode && access("marked", F_OK) == 0;
     char name[4096] = "boots.log";
     if (argc > 2 && strcmp(argv[2], "home") == 0)
@@ -57,6 +80,8 @@ int main(int argc, char **argv)
     char line[64];
     int len = stat_mode ? snprintf(line, sizeof line, "{\"boots\":%d,\"marked\":%d}\n",
                                    boots, marked)
+            : lock_mode ? snprintf(line, sizeof line, "{\"boots\":%d,\"locked\":%d}\n",
+                                   boots, locked)
                         : snprintf(line, sizeof line, "{\"boots\":%d}\n", boots);
     if (write(3, line, (size_t)len) != len) { perror("bootlog: write fd 3"); return 1; }
 

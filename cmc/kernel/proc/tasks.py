@@ -456,14 +456,14 @@ class Tasks:
             except ProcessLookupError:
                 pass
 
-    def reap(self) -> None:
-        """Reap every process of the node: the launched one is cmc's child (alone, the C
-        helper reaps it); the others become cmc's once their parents are gone (cmc is
-        their subreaper). A copied tree's root is its original's child: reaped when it
-        comes to cmc (`STRAYS`); the kernel reaps the rest of its PID namespace."""
+    def reap(self, later: bool = False) -> None:
+        """Reap every process of the node: the launched one is cmc's child (at a world's
+        end, `later`, and alone, the C helper reaps it as cmc goes on; a CRASH waits: the
+        relaunch must not meet its locks); the others come to cmc, their subreaper, as
+        orphans. A copied tree's root is its original's child (`STRAYS`)."""
         others = [p for p in self.procs if p != self.pid] + self.reapable
         if self.pid:
-            reap_killed(self.pid, not others and not self.ns_root)
+            reap_killed(self.pid, later and not others and not self.ns_root)
         self.reapable = []
         self.detach()
         reap_orphans(others, self.node.cluster.watchdog_s)
