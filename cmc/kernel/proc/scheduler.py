@@ -38,7 +38,7 @@ import select
 import signal
 import time
 
-from ...errors import TargetError
+from ...errors import EngineError, NotForkable, TargetError
 from ..calls.answer import ANSWERED, CONTINUE, Block, Err
 from ..calls.calllog import render
 from ..linux import _native, procfs
@@ -46,7 +46,6 @@ from ..linux.procfs import task_children, task_cpu, task_ids, task_state
 from ..calls.handler import fd_arg, signed
 from ..linux.syscalls_x86_64 import NAME, NR
 from ..world.net import fmt_addr
-from ...errors import NotForkable
 from .reaping import end_status
 from .tasks import Tasks, _past_fork
 from .tasks import NATIVE_WAITS, Process, Thread
@@ -127,6 +126,11 @@ class Scheduler(Tasks):
         thread.yielded = 0
         if result is ANSWERED or self._answer(notif, result):
             return True
+        pidfd = thread.proc.pidfd     # ended, or its call was taken back (a signal): not a hang
+        if pidfd >= 0 and not select.select([pidfd], [], [], self.node.cluster.watchdog_s)[0]:
+            raise EngineError(self.node.cluster.where(self.node) + f"thread {thread.index}: its "
+                              f"{NAME.get(notif.nr, notif.nr)} call was taken back before cmc "
+                              "answered it, and its process did not end")
         return self._gone(thread.proc, wait=True)
 
     def _gather(self) -> bool:
@@ -392,11 +396,10 @@ class Scheduler(Tasks):
             return None
 
     def _gone(self, proc: Process, wait: bool = False) -> bool:
-        """Process proc has ended (`wait`: is ending: its answer found it gone). The
-        kernel closed its descriptors. The end of the launched process is judged
-        as a program's end (docs/target-contract.md, "Process trees"); another's is its parent's business (wait4 and
-        SIGCHLD are native), and cmc reaps it only when it came to cmc as an orphan.
-        False when the node has no process left."""
+        """Process proc has ended (`wait`: is ending: its answer found it gone). The end
+        of the launched process is judged as a program's end (docs/target-contract.md,
+        "Process trees"); another's is its parent's business (wait4 and SIGCHLD are
+        native): cmc reaps it if it came to cmc as an orphan. False: no process left."""
         self.ends += 1
         # a child forked and not seen yet is cmc's now: it keeps the listener open
         orphan = self._orphan() if self.forking is not None and self.forking[0] is proc \
@@ -427,8 +430,6 @@ class Scheduler(Tasks):
                                   f"exited with status {code} outside a CRASH action" +
                                   self.node.cluster.stderr_tail(self.node))
         else:
-            if wait and proc.pidfd >= 0:
-                select.select([proc.pidfd], [], [], self.node.cluster.watchdog_s)
             self.forget(proc)
             self.node.cluster.process_exited(proc)
             self.reapable.append(proc.pid)
