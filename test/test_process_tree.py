@@ -255,6 +255,7 @@ def test_bgsave_bug_needs_the_crash(tmp_path):
     assert counts(r.stdout) == (99, 62, 9)
 
 
+@pytest.mark.slow    # test_a_process_tree_is_copied_as_it_is_replayed[bgsave...] checks more
 def test_bgsave_fast_gives_replays_output(tmp_path):
     replay = cmc(tmp_path, MODELS / "bgsave.model", "--no-fast")
     fast = cmc(tmp_path, MODELS / "bgsave.model", "--fast")

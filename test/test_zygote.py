@@ -66,7 +66,7 @@ def test_a_start_is_kept_for_what_its_directory_shows(tmp_path):
     assert fast["zygote starts"] > 0 and fast["declined"] == {}
 
 
-@pytest.mark.parametrize("mode", ["--no-fast", "--fast"])
+@pytest.mark.parametrize("mode", [pytest.param("--no-fast", marks=pytest.mark.slow), "--fast"])
 def test_a_crash_ends_its_incarnation_before_the_relaunch(tmp_path, mode):
     """bootlog lock takes a flock of a file of its directory natively, then fills 256 MB,
     which the kernel frees before it lets the lock go when the process is killed. A
