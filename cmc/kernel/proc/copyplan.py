@@ -230,21 +230,24 @@ def directory_names(node) -> list[int]:
     """Where the name of node's directory is written in the writable memory of its
     process: HOME in the environment block, and every copy a program made of it (Go's
     runtime copies the environment; a path made from HOME). Only pages present are
-    read (/proc/PID/pagemap). A kept start's copies are each given their own
-    directory's name there (zygote.py)."""
+    read (/proc/PID/pagemap), SEARCH_PAGES at most: a start with more writable address
+    space (a sanitizer's shadow: terabytes, reserved) is not kept (NotForkable). A kept
+    start's copies are each given their own directory's name there (zygote.py)."""
     pid, name, out = node.tasks.pid, os.fsencode(node.cwd), set()
     page = mmap.PAGESIZE
     with open(f"/proc/{pid}/maps") as f:
         ranges = [(int(lo, 16), int(hi, 16)) for lo, hi, perms in
                   (line.split()[0].split("-") + [line.split()[1]] for line in f)
                   if perms.startswith("rw")]
+    pages = sum(hi - lo for lo, hi in ranges) // page
+    if pages > SEARCH_PAGES:
+        raise NotForkable(f"node {node.name} has {pages * page >> 30} GiB of writable "
+                          "address space to search for its directory's name")
     with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as pm, \
             open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
         for lo, hi in ranges:
-            n = (hi - lo) // page
-            entries = struct.unpack(f"<{n}Q", os.pread(pm.fileno(), 8 * n, lo // page * 8))
             run = None
-            for i, e in enumerate(entries + (0,)):
+            for i, e in enumerate(_entries(pm.fileno(), lo // page, (hi - lo) // page)):
                 if e >> 62 and run is None:             # present or swapped
                     run = i
                 elif not e >> 62 and run is not None:
@@ -256,6 +259,17 @@ def directory_names(node) -> list[int]:
                         at = data.find(name, at + 1)
                     run = None
     return sorted(out)
+
+
+SEARCH_PAGES = 1 << 22    # 16 GiB of address space: 32 MB of pagemap entries
+
+
+def _entries(fd: int, first: int, n: int, chunk: int = 1 << 16):
+    """The pagemap entries of pages first.. first+n, read a chunk at a time, then a 0."""
+    for at in range(first, first + n, chunk):
+        k = min(chunk, first + n - at)
+        yield from struct.unpack(f"<{k}Q", os.pread(fd, 8 * k, at * 8))
+    yield 0
 
 
 def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
