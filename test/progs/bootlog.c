@@ -24,6 +24,10 @@
  * memory, so that its end, when it is killed, takes the kernel a while: the memory is
  * freed before the descriptors are closed and the lock let go. Its state has "locked":
  * 1 when another process still held the lock (the incarnation a CRASH ended), else 0.
+ *
+ * With `reserve`, each start first reserves 20 GiB of writable address space
+ * (MAP_NORESERVE, untouched), as a sanitizer's shadow is: more than cmc searches for its
+ * directory's name in a start it keeps.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -34,16 +38,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bootlog PORT [home|stat|lock MB]\n");
+        fprintf(stderr, "usage: bootlog PORT [home|stat|reserve|lock MB]\n");
         return 2;
     }
     int stat_mode = argc > 2 && strcmp(argv[2], "stat") == 0;
+    if (argc > 2 && strcmp(argv[2], "reserve") == 0 &&
+        mmap(NULL, (size_t)20 << 30, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+        perror("bootlog: mmap");
+        return 1;
+    }
     int lock_mode = argc > 3 && strcmp(argv[2], "lock") == 0, locked = 0;
     if (lock_mode) {
         int lfd = open("lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
