@@ -48,14 +48,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bootlog PORT [home|stat|reserve|lock MB]\n");
         return 2;
     }
-    int stat_mode = argc > 2 && strcmp(argv[2], "stat") == 0;
-    if (argc > 2 && strcmp(argv[2], "reserve") == 0 &&
+    const char *how = argc > 2 ? argv[2] : "";
+    int stat_mode = strcmp(how, "stat") == 0;
+    if (strcmp(how, "reserve") == 0 &&
         mmap(NULL, (size_t)20 << 30, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
         perror("bootlog: mmap");
         return 1;
     }
-    int lock_mode = argc > 3 && strcmp(argv[2], "lock") == 0, locked = 0;
+    int lock_mode = argc > 3 && strcmp(how, "lock") == 0, locked = 0;
     if (lock_mode) {
         int lfd = open("lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (lfd < 0) { perror("bootlog: lock"); return 1; }
@@ -70,7 +71,7 @@ int main(int argc, char **argv)
     }
     int marked = stat_mode && access("marked", F_OK) == 0;
     char name[4096] = "boots.log";
-    if (argc > 2 && strcmp(argv[2], "home") == 0)
+    if (strcmp(how, "home") == 0)
         snprintf(name, sizeof name, "%s/boots.log", getenv("HOME") ? getenv("HOME") : ".");
     int fd = open(name, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd >= 0) {

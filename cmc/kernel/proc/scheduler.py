@@ -131,7 +131,7 @@ class Scheduler(Tasks):
             raise EngineError(self.node.cluster.where(self.node) + f"thread {thread.index}: its "
                               f"{NAME.get(notif.nr, notif.nr)} call was taken back before cmc "
                               "answered it, and its process did not end")
-        return self._gone(thread.proc, wait=True)
+        return self._gone(thread.proc)
 
     def _gather(self) -> bool:
         """Wait until no thread of the node is running: each is held (cmc has its
@@ -395,8 +395,8 @@ class Scheduler(Tasks):
                     return False
             return None
 
-    def _gone(self, proc: Process, wait: bool = False) -> bool:
-        """Process proc has ended (`wait`: is ending: its answer found it gone). The end
+    def _gone(self, proc: Process) -> bool:
+        """Process proc has ended (or is ending: an answer found it gone). The end
         of the launched process is judged as a program's end (docs/target-contract.md,
         "Process trees"); another's is its parent's business (wait4 and SIGCHLD are
         native): cmc reaps it if it came to cmc as an orphan. False: no process left."""
