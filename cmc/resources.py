@@ -333,6 +333,7 @@ class Bound:
         # headroom (and 0.2 s at most); sooner as the room left shrinks at the rate seen
         base = max(MIN_PERIOD_S, min(PERIOD_S, (1 - HEADROOM) * self.limit / FASTEST))
         wait, last = 0.0, None           # the sample before: (when, sum)
+        carried = 0.0                    # the rate seen before a switch to proportional sizes
         under = HEADROOM * self.limit    # resident sizes summed below it, else proportional
         while True:
             time.sleep(wait)
@@ -341,7 +342,7 @@ class Bound:
             if sample >= 0:
                 os.pwrite(sample, usage.total.to_bytes(8, "little"), 0)
             room = HEADROOM * self.limit - usage.total
-            rate = 0.0 if last is None else \
+            rate = carried if last is None else \
                 (usage.total - last[1]) / max(began - last[0], 1e-3)
             wait = _next_wait(base, room, rate, time.monotonic() - began)
             if wait is not None:
@@ -350,8 +351,10 @@ class Bound:
             if not usage.proportional:
                 # a sum of resident sizes counts a page shared by a hundred copies of a
                 # node a hundred times, and grows by a whole process at each fork: only
-                # proportional sizes, from now on, and their own rate, may stop the run
-                under, wait, last = 0.0, 0.0, None
+                # proportional sizes, from now on, and their own rate, may stop the run;
+                # until there are two of them, the growth is taken to go on at the rate
+                # the resident sizes grew (more, if anything: a fork adds a whole process)
+                under, wait, last, carried = 0.0, 0.0, None, max(rate, 0.0)
                 continue
             for pid in usage.memory:     # first: the nodes grow no more while cmc ends
                 if _owner(pid).startswith("node "):
