@@ -1,6 +1,7 @@
 """Shared helpers: every end-to-end test runs the real CLI on real processes."""
 from __future__ import annotations
 
+import compileall
 import os
 import pathlib
 import re
@@ -24,9 +25,14 @@ os.environ["PATH"] = os.path.dirname(os.path.realpath(sys.executable)) + os.path
 
 @pytest.fixture(scope="session", autouse=True)
 def built():
-    """Build the demos and the probe programs once per session."""
+    """Build the demos and the probe programs once per session, and compile cmc's
+    modules: every test that runs cmc starts a Python that imports some ninety of
+    them, and where bytecode is not written (PYTHONDONTWRITEBYTECODE, as on many CI
+    machines) each such run would compile them all again, a seventh of a second; the
+    variable stops Python writing bytecode, not reading it."""
     for d in (ROOT / "demo", ROOT / "test" / "progs"):
         subprocess.run(["make", "-s", "-C", str(d)], check=True)
+    compileall.compile_dir(ROOT / "cmc", quiet=1)
 
 
 def run_cmc(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:

@@ -61,6 +61,36 @@ def test_syntax_error_is_located(tmp_path):
     assert r.returncode == 150
 
 
+def test_the_grammars_tables_are_kept_and_a_bad_copy_is_made_again(tmp_path):
+    """docs/cmc.md, "Files cmc writes": the parse tables are written to the cache
+    directory by the first run and read by the next; a file that is not lark's (or is
+    of another grammar) is built again and written over; with no directory to write
+    in, every run builds them. The syntax error's message is the same every way."""
+    model = tmp_path / "bad.model"
+    model.write_text('node n = "/bin/cat"\ninvariant p: 1 < 2 < 3\n')
+    cache = tmp_path / "cache"
+    tables = cache / "cmc" / "model-grammar.lark-tables"
+
+    def run(where):
+        r = run_cmc("--model-file", model, cwd=tmp_path, env={"XDG_CACHE_HOME": str(where)})
+        assert r.returncode == 2 and r.stdout == "", r.stderr
+        return r.stderr
+    first = run(cache)
+    assert "bad.model:2:20: unexpected '<'" in first
+    made = tables.read_bytes()
+    digest = made.split(b"\n", 1)[0]
+    assert digest.isalnum() and len(made) > 10_000
+    assert run(cache) == first and tables.read_bytes() == made      # read, not written
+    for bad in (b"not lark's\n" + made[100:], b"0" * 64 + b"\n" + made[65:], b""):
+        tables.write_bytes(bad)
+        assert run(cache) == first
+        again = tables.read_bytes()        # (lark's pickle differs from run to run)
+        assert again.split(b"\n", 1)[0] == digest and abs(len(again) - len(made)) < 1000
+        assert run(cache) == first and tables.read_bytes() == again
+    (tmp_path / "a-file").write_text("")
+    assert run(tmp_path / "a-file") == first        # not a directory: nothing kept
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "cmc: the following arguments are required: --model-file"),
     (["--dfs", "3", "--simulate"], "cmc: --dfs and --simulate are two different searches"),

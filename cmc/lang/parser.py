@@ -119,7 +119,24 @@ def _lark() -> Lark:
     grammar = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grammar.lark")
     with open(grammar, encoding="utf-8") as f:
         return Lark(f.read(), parser="lalr", lexer="contextual", postlex=_Continuation(),
-                    maybe_placeholders=True)
+                    maybe_placeholders=True, cache=_table_cache())
+
+
+def _table_cache() -> str | bool:
+    """Where lark keeps the grammar's LALR tables between runs (building them takes
+    a fifth of a second, more than the rest of loading a model): a file of the
+    user's cache directory (docs/cmc.md, "Files cmc writes"), which lark reads only
+    when the digest of the grammar, lark's version and Python's that it begins with
+    is this run's (else builds the tables and writes the file again). False (built
+    every time) where there is no such directory to write in."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "cmc")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.path.join(folder, "model-grammar.lark-tables") \
+        if os.access(folder, os.W_OK) else False
 
 
 def parse_source(source: Source) -> list[Statement]:
