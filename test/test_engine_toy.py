@@ -305,7 +305,20 @@ def test_replay_that_reaches_another_world_is_nondeterminism():
     with pytest.raises(Nondeterminism) as info:
         BreadthFirst(toy, [], Collect(), max_states=10).run()
     assert info.value.step == 1 and "at step 1 (inc)" in str(info.value)
+    assert "made again from launch" not in str(info.value)       # replayed by design
     assert toy.open == set()
+
+
+def test_a_fast_search_says_why_it_made_the_world_again(monkeypatch):
+    """Copying (fast), a world is made again from launch only for want of a copy: the
+    nondeterminism that replay finds then says which want (here: none was kept)."""
+    monkeypatch.setattr(BreadthFirst, "room", classmethod(lambda cls, kept, keep: False))
+    toy = Toy(0, lambda x: [("inc", DELIVER, x + toy.launches)], lambda x: {"x": x})
+    with pytest.raises(Nondeterminism) as info:
+        BreadthFirst(toy, [], Collect(), max_states=10, fast=True).run()
+    assert str(info.value).endswith("at step 1 (inc); the program under check (or cmc) is "
+                                    "not deterministic (this world was made again from "
+                                    "launch: no copy of it was kept)")
 
 
 def test_det_launches_the_initial_world_shifted_and_names_the_difference():

@@ -434,7 +434,7 @@ class FastHandler:
             held = cache.pop(fp, None)
             if held is None:
                 counted.relaunched = 1
-                held = replay(model, keys, fps)[0]
+                held = replay(model, keys, fps, why="no copy of it was kept")[0]
             before = held.traits() if self.por else None
             for key, system, (label, fp2, view2, actions2) in steps_by_copy(
                     model, held, keys, fps, action_keys, step, counted):

@@ -21,7 +21,8 @@ from .model import INVARIANT_KINDS, CopyFailed, Model, Step, System
 class Nondeterminism(Exception):
     """A replay reached a world whose fingerprint differs from the recorded one."""
 
-    def __init__(self, step: int, label: str | None, detail: str = "", det: bool = False):
+    def __init__(self, step: int, label: str | None, detail: str = "", det: bool = False,
+                 why: str | None = None):
         what = "the initial world" if step == 0 else f"step {step} ({label})"
         how = ("running the same step twice from a fresh launch (--det)" if det
                else "replaying the same actions")
@@ -29,31 +30,34 @@ class Nondeterminism(Exception):
                    "under check (or cmc) is not deterministic")
         if detail:
             message += f": {detail}"
+        if why:
+            message += f" (this world was made again from launch: {why})"
         if det:
             message += (" (the second run was launched with its initial stack shifted: a "
                         "program that reads memory it never wrote, or uses its process id, "
                         "real time or addresses, is caught this way)")
         super().__init__(message)
         self.step = step
-        self._init = (step, label, detail, det)
+        self._init = (step, label, detail, det, why)
 
     def __reduce__(self):          # carried from a --workers process to the parent
         return (Nondeterminism, self._init)
 
 
 def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
-           collect: bool = False, observe=None, shift: int = 0
+           collect: bool = False, observe=None, shift: int = 0, why: str | None = None
            ) -> tuple[System, list[Step]]:
     """Launch and apply `keys`; check fingerprints against `fps` (one per world,
     the initial one first; worlds past the end of `fps` are not checked). With
     collect, also return the Step of every world, with `observe(system)` as its
-    output when an observer is given. `shift`: launch as Model.fresh says."""
+    output when an observer is given. `shift`: launch as Model.fresh says. `why`: what
+    made a search replay a world it would have copied, said by a Nondeterminism."""
     system = model.fresh(shift)
     steps: list[Step] = []
     try:
         fp = system.fingerprint()
         if fps is not None and fp != fps[0]:
-            raise Nondeterminism(0, None)
+            raise Nondeterminism(0, None, why=why)
         if collect:
             steps.append(Step(None, system.view(), fp,
                               observe(system) if observe else None))
@@ -62,7 +66,7 @@ def replay(model: Model, keys: list[tuple], fps: list[bytes] | None,
             if fps is not None and i < len(fps) or collect:
                 fp = system.fingerprint()
             if fps is not None and i < len(fps) and fp != fps[i]:
-                raise Nondeterminism(i, action.label)
+                raise Nondeterminism(i, action.label, why=why)
             if collect:
                 steps.append(Step(action, system.view(), fp,
                                   observe(system) if observe else None))
@@ -224,7 +228,7 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
                     except CopyFailed as e:
                         held, why = None, str(e)
             if system is None:
-                system = replay(model, keys, fps)[0]
+                system = replay(model, keys, fps, why=why)[0]
                 _count(stats, why)
             try:
                 result = step(system, key)
@@ -232,7 +236,7 @@ def steps_by_copy(model, held, keys: list, fps: list, action_keys: list, step, s
                 system.close()
                 if not (getattr(system, "is_copy", False) or isinstance(e, CopyFailed)):
                     raise
-                system, copied = replay(model, keys, fps)[0], False
+                system, copied = replay(model, keys, fps, why=str(e))[0], False
                 _count(stats, str(e))
                 result = step(system, key)
             if stats is not None and copied:

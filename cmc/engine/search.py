@@ -159,7 +159,8 @@ class Search:
         if system is None:
             if self.fast:
                 self.stats.relaunched += 1
-            system, _ = replay(self.model, keys, fps)
+            system, _ = replay(self.model, keys, fps, why="no copy of it was kept"
+                               if self.fast else None)
         try:
             view = system.view()
             actions = system.actions()
