@@ -95,6 +95,7 @@ def test_fast_gives_a_copy_its_own_pipe(tmp_path):
     assert fast["copies"] > 100 and fast["replayed"] == {}
 
 
+@pytest.mark.slow
 def test_fast_replays_a_world_it_cannot_copy(tmp_path):
     """With an AF_UNIX socket pair open the node's worlds cannot be copied faithfully:
     all replayed, and the JSON report says why, how often."""
@@ -186,6 +187,7 @@ def test_fast_copies_a_python_node(tmp_path):
     assert fast["copies"] > 0
 
 
+@pytest.mark.slow
 def test_fast_refuses_a_program_that_reaches_another_worlds_files(tmp_path):
     """journal --abs writes by the absolute path of its directory taken at start: a
     copy would write into the original's files. Replay checks it; --fast must say it

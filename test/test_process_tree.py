@@ -104,6 +104,7 @@ def daemonized(tmp_path) -> str:
     return path
 
 
+@pytest.mark.slow
 def test_a_daemon_is_the_nodes_bug_and_all(tmp_path):
     """durlog-bug run as a daemon (fork, the parent exits; setsid; fork, the parent
     exits; setpgid; exec): the node is the daemon, and the counterexample and counts are
@@ -359,15 +360,17 @@ def copied_and_replayed(tmp_path, model, *extra):
     return fast
 
 
+SLOW = pytest.mark.slow     # (the default run has each program copied, without replay)
 TREES = [  # model, -D, exit status, counts (each as --no-fast gives them)
     (MODELS / "prefork.model", (), 0, (19, 19, 5)),
     (MODELS / "prefork.model", ("-D", "bin=../demo/build/prefork-bug"), 1, None),
-    (MODELS / "bgsave.model", (), 0, (315, 227, 10)),
+    pytest.param(MODELS / "bgsave.model", (), 0, (315, 227, 10), marks=SLOW),
     (MODELS / "bgsave.model", ("-D", "bin=../demo/build/bgsave-bug"), 1, None),
-    (MODELS / "durlog-wrap.model", ("-D", "bin=../demo/build/durlog-bug"), 1, None),
+    pytest.param(MODELS / "durlog-wrap.model", ("-D", "bin=../demo/build/durlog-bug"), 1,
+                 None, marks=SLOW),
     # a parent natively in wait4, its worker's pid and parent pid, a signal each way,
     # a worker's end reaped and the next forked: 3 clients in every order
-    (TEST_MODELS / "treeids.model", (), 0, (271, 271, 7)),
+    pytest.param(TEST_MODELS / "treeids.model", (), 0, (271, 271, 7), marks=SLOW),
 ]
 
 
@@ -396,6 +399,7 @@ def test_a_copied_tree_keeps_its_ids_where_the_program_looks(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["copies"] >= 80
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace needs CAP_SYS_ADMIN (root)")
 def test_a_tree_of_its_own_pids_is_copied_as_it_is_replayed(tmp_path):
     """treeids under `machine pids private`: the node's first process is already process

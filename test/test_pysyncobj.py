@@ -76,6 +76,7 @@ def test_a_crash_finds_the_journal_not_durable(tmp_path):
     assert "ValueError: cannot mmap an empty file" in r.stdout
 
 
+@pytest.mark.slow
 def test_a_crash_under_disk_off_relaunches(tmp_path):
     r = check("pysyncobj-crash-off.model", tmp_path, *walks(20))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import conftest
 from conftest import ROOT
 
@@ -32,6 +34,7 @@ def collected(*args: str) -> set[str]:
     return {line for line in r.stdout.splitlines() if "::" in line}
 
 
+@pytest.mark.slow
 def test_the_two_shares_are_the_slow_tests():
     every, first, second = collected(), collected("--shard", "0/2"), collected("--shard", "1/2")
     assert first and second and not first & second
@@ -39,6 +42,7 @@ def test_the_two_shares_are_the_slow_tests():
 
 
 def test_a_bad_share_is_refused():
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "--shard", "2/2"],
-                       cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "--shard", "2/2",
+                        "test/test_shares.py"], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
     assert r.returncode != 0 and "--shard 2/2: K/N with 0 <= K < N" in r.stderr

@@ -37,6 +37,7 @@ def test_rdtsc_reads_the_logical_clock(tmp_path, variant):
     assert without_timestamps(again.stdout) == without_timestamps(r.stdout)
 
 
+@pytest.mark.slow
 def test_under_async_time_a_polled_counter_stands_still(tmp_path):
     """Under time async the counter, like the clock, moves only on a FIRE: the spin never
     ends and the watchdog names the node."""
