@@ -89,6 +89,8 @@ def test_the_grammars_tables_are_kept_and_a_bad_copy_is_made_again(tmp_path):
         assert run(cache) == first and tables.read_bytes() == again
     (tmp_path / "a-file").write_text("")
     assert run(tmp_path / "a-file") == first        # not a directory: nothing kept
+    assert run("relative") == first                 # not a place (XDG): ~/.cache
+    assert not (tmp_path / "relative").exists()
 
 
 @pytest.mark.parametrize("args, message", [

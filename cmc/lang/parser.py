@@ -129,7 +129,11 @@ def _table_cache() -> str | bool:
     when the digest of the grammar, lark's version and Python's that it begins with
     is this run's (else builds the tables and writes the file again). False (built
     every time) where there is no such directory to write in."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):          # unset, or relative: not to be used (XDG)
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):          # no home to speak of: not the working directory
+        return False
     folder = os.path.join(base, "cmc")
     try:
         os.makedirs(folder, exist_ok=True)
