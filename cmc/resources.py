@@ -38,6 +38,7 @@ worlds to copy from than its usual number (docs/design.md, "How many worlds are 
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import re
@@ -59,6 +60,11 @@ PERIOD_S = 0.2
 MIN_PERIOD_S = 0.002
 FASTEST = 4 << 30      # bytes a second: about the fastest a process fills memory here
 BUSY = 4               # the watcher waits at least this many times what a sample took
+# The rate the sum grows: the fastest seen between two samples of the same kind in the
+# last RATE_WINDOW_S (a proportional sum is below the resident one of the same moment,
+# so between the two the rate would be that difference), so that a node filling memory
+# at a GB/s that was not given a CPU for a sample or two is not taken to have stopped.
+RATE_WINDOW_S = 0.25
 PAGE = os.sysconf("SC_PAGE_SIZE")
 GRACE_S = 5.0
 PR_SET_PDEATHSIG = 1
@@ -332,8 +338,8 @@ class Bound:
         # the longest wait that the fastest growth cannot turn into more than the
         # headroom (and 0.2 s at most); sooner as the room left shrinks at the rate seen
         base = max(MIN_PERIOD_S, min(PERIOD_S, (1 - HEADROOM) * self.limit / FASTEST))
-        wait, last = 0.0, None           # the sample before: (when, sum)
-        carried = 0.0                    # the rate seen before a switch to proportional sizes
+        wait, last = 0.0, None           # the sample before: (when, sum, proportional)
+        rates: collections.deque = collections.deque()     # (when, bytes a second)
         under = HEADROOM * self.limit    # resident sizes summed below it, else proportional
         while True:
             time.sleep(wait)
@@ -342,19 +348,20 @@ class Bound:
             if sample >= 0:
                 os.pwrite(sample, usage.total.to_bytes(8, "little"), 0)
             room = HEADROOM * self.limit - usage.total
-            rate = carried if last is None else \
-                (usage.total - last[1]) / max(began - last[0], 1e-3)
+            if last is not None and last[2] == usage.proportional:
+                rates.append((began, (usage.total - last[1]) / max(began - last[0], 1e-3)))
+            while rates and rates[0][0] < began - RATE_WINDOW_S:
+                rates.popleft()
+            rate = max((r for _, r in rates), default=0.0)
             wait = _next_wait(base, room, rate, time.monotonic() - began)
             if wait is not None:
-                last = (began, usage.total)
+                last = (began, usage.total, usage.proportional)
                 continue
             if not usage.proportional:
                 # a sum of resident sizes counts a page shared by a hundred copies of a
                 # node a hundred times, and grows by a whole process at each fork: only
-                # proportional sizes, from now on, and their own rate, may stop the run;
-                # until there are two of them, the growth is taken to go on at the rate
-                # the resident sizes grew (more, if anything: a fork adds a whole process)
-                under, wait, last, carried = 0.0, 0.0, None, max(rate, 0.0)
+                # proportional sizes, from now on, may stop the run
+                under, wait = 0.0, 0.0
                 continue
             for pid in usage.memory:     # first: the nodes grow no more while cmc ends
                 if _owner(pid).startswith("node "):

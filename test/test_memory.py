@@ -171,13 +171,14 @@ def _room_after_first_sample(bound) -> bool:
 
 
 def test_more_worlds_are_kept_only_while_the_bound_has_room():
-    """The watcher's sample, read back: a bound of which this process takes about half
-    leaves no room for more kept worlds (the line is 40%); one a hundred times larger
-    does. The engine's rule: 256 always (128 per worker), then up to sixteen times that
+    """The watcher's sample, read back: a bound of which this process takes two fifths
+    leaves no room for more kept worlds (the line is 40%, and the watcher's own process
+    counts too); one a hundred times larger does. (At twice this process, the watcher
+    itself, some 30 MB, took a small pytest past the bound's 90%: the run was stopped.) The engine's rule: 256 always (128 per worker), then up to sixteen times that
     while there is room (docs/design.md, "How many worlds are kept")."""
     assert not Bound(1 << 30, None).room_for_more()        # no watcher: no more room
     mine = pss(os.getpid())
-    for limit, roomy in ((2 * mine, False), (100 * mine, True)):
+    for limit, roomy in ((5 * mine // 2, False), (100 * mine, True)):
         bound = Bound(limit, None).start()
         try:
             assert _room_after_first_sample(bound) is roomy, (limit, mine)

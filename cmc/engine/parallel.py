@@ -39,7 +39,7 @@ from collections import deque
 
 from .bfs import BreadthFirst
 from .model import EngineLimit, Outcome, Stats
-from .replay import recheck, replay, steps_by_copy, take_step
+from .replay import NOT_KEPT, recheck, replay, steps_by_copy, take_step
 
 PR_SET_PDEATHSIG = 1
 
@@ -434,7 +434,7 @@ class FastHandler:
             held = cache.pop(fp, None)
             if held is None:
                 counted.relaunched = 1
-                held = replay(model, keys, fps, why="no copy of it was kept")[0]
+                held = replay(model, keys, fps, why=NOT_KEPT)[0]
             before = held.traits() if self.por else None
             for key, system, (label, fp2, view2, actions2) in steps_by_copy(
                     model, held, keys, fps, action_keys, step, counted):

@@ -18,6 +18,9 @@ import json
 from .model import INVARIANT_KINDS, CopyFailed, Model, Step, System
 
 
+NOT_KEPT = "no copy of it was kept"     # why a copying search replays a world it found
+
+
 class Nondeterminism(Exception):
     """A replay reached a world whose fingerprint differs from the recorded one."""
 

@@ -19,7 +19,7 @@ import time
 from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import (INVARIANT_KINDS, EngineLimit, Model, Outcome, Property, Reporter, Stats,
                     Step)
-from .replay import explained, recheck, recheck_initial, replay, take_step
+from .replay import NOT_KEPT, explained, recheck, recheck_initial, replay, take_step
 
 DEFAULT_LIVE_STEPS = 100
 PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
@@ -159,8 +159,7 @@ class Search:
         if system is None:
             if self.fast:
                 self.stats.relaunched += 1
-            system, _ = replay(self.model, keys, fps, why="no copy of it was kept"
-                               if self.fast else None)
+            system, _ = replay(self.model, keys, fps, why=NOT_KEPT if self.fast else None)
         try:
             view = system.view()
             actions = system.actions()

@@ -127,8 +127,9 @@ def _table_cache() -> str | bool:
     a fifth of a second, more than the rest of loading a model): a file of the
     user's cache directory (docs/cmc.md, "Files cmc writes"), which lark reads only
     when the digest of the grammar, lark's version and Python's that it begins with
-    is this run's (else builds the tables and writes the file again). False (built
-    every time) where there is no such directory to write in."""
+    is this run's (else builds the tables and writes the file again; a file it cannot
+    read or write, it goes on without). False (built every time) where there is no
+    such directory."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):          # unset, or relative: not to be used (XDG)
         base = os.path.join(os.path.expanduser("~"), ".cache")
@@ -139,8 +140,7 @@ def _table_cache() -> str | bool:
         os.makedirs(folder, exist_ok=True)
     except OSError:
         return False
-    return os.path.join(folder, "model-grammar.lark-tables") \
-        if os.access(folder, os.W_OK) else False
+    return os.path.join(folder, "model-grammar.lark-tables")
 
 
 def parse_source(source: Source) -> list[Statement]:
