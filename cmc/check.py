@@ -16,14 +16,14 @@ import time
 
 from .adapter import ClusterModel, cluster_spec, engine_properties
 from .engine.bfs import BreadthFirst
-from .engine.por import (PorCheckFailed, ReducedBreadthFirst, ReducedFastParallelBreadthFirst,
-                         ReducedParallelBreadthFirst)
 from .engine.dfs import DepthFirst
 from .engine.model import EngineLimit, Outcome, Stats
-from .engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
+from .engine.pool import WorkerPool
+from .engine.por import PorCheckFailed, SleepSets
 from .engine.replay import Nondeterminism, replay, violated_at_end
 from .engine.search import Search
-from .engine.simulate import Simulation
+from .engine.simulate import Walks
+from .engine.worlds import Copying, InProcess, Replaying
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
 from .lang import check_binaries, load_model
 from .lang.workloads import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS,  # cmc maelstrom
@@ -250,45 +250,44 @@ def _engine(fn):
         raise EngineError(str(e)) from None
 
 
-def make_search(args, run: Run, system_model, props, reporter, live_steps: int):
-    common = dict(max_states=args.max_states, det=args.det, live_steps=live_steps)
+def make_search(args, run: Run, system_model, props, reporter, live_steps: int) -> Search:
+    """The search the command line asks for, made of its parts (cmc/engine/search.py):
+    an order (breadth-first, --dfs D, --simulate), a world source (copying, or
+    --no-fast replaying), an executor (this process, --workers N processes, --ray
+    actors) and a reduction (--por's sleep sets, or none)."""
     if (args.workers > 1 or args.ray) and (args.dfs is not None or args.simulate):
         raise UsageError("cmc: --workers applies to breadth-first search only "
                          "(not with --dfs or --simulate)")
-    if args.workers > 1 or args.ray:
-        spec, root = system_model.spec, system_model.workroot
-        pin = not args.no_pin and not args.ray
-
-        def worker_model(index: int):
-            if pin:
-                pin_cpu(index)
-            return ClusterModel(spec, root, many=args.fast, tag=f"k{index}")
-        search = FastParallelBreadthFirst if args.fast else ParallelBreadthFirst
-        if args.por:
-            search = ReducedFastParallelBreadthFirst if args.fast \
-                else ReducedParallelBreadthFirst
-        if args.ray:
-            from .engine.rayworkers import FastRayBreadthFirst, RayBreadthFirst
-            from .machines import MachineCheck
-            search = type(search.__name__, (FastRayBreadthFirst if args.fast
-                                            else RayBreadthFirst,),
-                          {"ray_address": args.ray, "machine_check": MachineCheck(
-                              [(n.name, n.argv) for n in spec.nodes], root,
-                              pin=not args.no_pin)})
-        return search(system_model, props, reporter, workers=args.workers,
-                                    worker_model=worker_model, max_depth=args.max_depth,
-                                    fast=args.fast, **common)
+    reduction = None
     if args.dfs is not None:
-        return DepthFirst(system_model, props, reporter, depth=args.dfs, fast=args.fast,
-                          **common)
-    if args.simulate:
-        return Simulation(system_model, props, reporter, seed=run.seed,
-                          walks=args.walks or DEFAULT_WALKS, max_depth=args.max_depth, **common)
-    if args.por:
-        return ReducedBreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
-                                   fast=args.fast, check_por=args.check_por, **common)
-    return BreadthFirst(system_model, props, reporter, max_depth=args.max_depth,
-                        fast=args.fast, check_merges=args.check_merges, **common)
+        order = DepthFirst(args.dfs)
+    elif args.simulate:
+        order = Walks(run.seed, args.walks or DEFAULT_WALKS)
+    else:
+        order = BreadthFirst(check_merges=args.check_merges)
+        reduction = SleepSets(check_por=args.check_por) if args.por else None
+    worlds = Copying() if args.fast else Replaying()
+    executor = _pool(args, system_model) if args.workers > 1 or args.ray else InProcess()
+    return Search(system_model, props, reporter, order, worlds, executor, reduction,
+                  max_depth=args.max_depth, max_states=args.max_states, det=args.det,
+                  live_steps=live_steps)
+
+
+def _pool(args, system_model) -> WorkerPool:
+    """--workers N's processes, or with --ray the actors, each with its own model."""
+    spec, root = system_model.spec, system_model.workroot
+    pin = not args.no_pin and not args.ray
+
+    def worker_model(index: int):
+        if pin:
+            pin_cpu(index)
+        return ClusterModel(spec, root, many=args.fast, tag=f"k{index}")
+    if not args.ray:
+        return WorkerPool(args.workers, worker_model)
+    from .engine.rayworkers import RayPool
+    from .machines import MachineCheck
+    return RayPool(args.workers, worker_model, args.ray, MachineCheck(
+        [(n.name, n.argv) for n in spec.nodes], root, pin=not args.no_pin))
 
 
 def replay_trace(args, run: Run, model, trace: dict) -> Outcome:

@@ -33,6 +33,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cmc.engine.bfs import BreadthFirst                              # noqa: E402
+from cmc.engine.search import Search                                # noqa: E402
+from cmc.engine.worlds import Copying                               # noqa: E402
 from cmc.engine.model import Action, ActionKind, NullReporter, Property  # noqa: E402
 
 
@@ -87,7 +89,8 @@ def run(count: int, size: int) -> dict:
     # every counter stays in range: an invariant checked at every world, as a model's
     prop = Property("invariant", "in_range",
                     lambda view, _: all(0 <= v < size for v in view["counters"]))
-    search = BreadthFirst(CountersModel(count, size), [prop], NullReporter(), fast=True)
+    search = Search(CountersModel(count, size), [prop], NullReporter(), BreadthFirst(),
+                    Copying())
     t0 = time.perf_counter()
     outcome = search.run()
     wall = time.perf_counter() - t0

@@ -43,10 +43,10 @@ def recorded(model: str, defines: list[str]):
     edges: dict[bytes, list] = {}
     views: dict[bytes, dict] = {}
     first: list = []
-    merge = bfs.BreadthFirst.merge
+    merge = bfs.Full.merge_steps
 
     def recording(self, fp, view, depth, actions, fair_key, successors, queue):
-        if not first:
+        if not first:                   # self: the search
             first.append((next(iter(self.parent)), self))
         views.setdefault(fp, view)
         out = edges.setdefault(fp, [])
@@ -57,11 +57,11 @@ def recorded(model: str, defines: list[str]):
                 views.setdefault(item[1], item[2])
                 yield item
         return merge(self, fp, view, depth, actions, fair_key, seen(), queue)
-    bfs.BreadthFirst.merge = recording
+    bfs.Full.merge_steps = staticmethod(recording)
     try:
         quietly(["--model-file", model, "--no-pin"], defines)
     finally:
-        bfs.BreadthFirst.merge = merge
+        bfs.Full.merge_steps = staticmethod(merge)
     initial, search = first[0]
     return initial, edges, views, search
 
@@ -149,13 +149,13 @@ def pairs(model: str, defines: list[str], edges: dict) -> tuple[int, collections
     wrong, missed = [0], collections.Counter()
     merge = por_module.SleepSets.merge_reduced
 
-    def watched(self, fp, view, depth, actions, base, first, successors, queue,
+    def watched(self, search, fp, view, depth, actions, base, first, successors, queue,
                 checked=frozenset()):
         done = []
 
         def each():
             for item in successors:
-                key, step = item[0], self._steps[item[0]]
+                key, step = item[0], self.steps[item[0]]
                 for other, f in [*base.items(), *done]:
                     if other == key or other not in succ.get(fp, {}):
                         continue
@@ -166,7 +166,8 @@ def pairs(model: str, defines: list[str], edges: dict) -> tuple[int, collections
                         missed[" ".join(sorted(set(shared))) or "clock"] += 1
                 done.append((key, step))
                 yield item
-        return merge(self, fp, view, depth, actions, base, first, each(), queue, checked)
+        return merge(self, search, fp, view, depth, actions, base, first, each(), queue,
+                     checked)
     por_module.SleepSets.merge_reduced = watched
     try:
         quietly(["--model-file", model, "--por", "--no-pin"], defines)

@@ -29,9 +29,11 @@ from cmc.engine import search as search_module
 from cmc.engine.bfs import BreadthFirst
 from cmc.engine.dfs import DepthFirst
 from cmc.engine.model import EngineLimit, Property
-from cmc.engine.parallel import FastParallelBreadthFirst, ParallelBreadthFirst
+from cmc.engine.pool import WorkerPool
 from cmc.engine.replay import Nondeterminism
-from cmc.engine.simulate import Simulation
+from cmc.engine.search import Search
+from cmc.engine.simulate import Walks
+from cmc.engine.worlds import Copying, Replaying
 from toy import (DELIVER, Toy, ToySystem, counter, graph, lost_update, philosophers,
                  retry)
 
@@ -52,8 +54,36 @@ class Collect:
         return [stats for k, stats in self.events if k == kind]
 
 
+def composed(order, model, props, reporter, fast=False, workers=0, worker_model=None, **kw):
+    """A search of `order` (bfs.py, dfs.py, simulate.py), copying with `fast`, its steps
+    taken by `workers` processes (pool.py) if any, each with `worker_model(index)`."""
+    executor = WorkerPool(workers, worker_model) if workers else None
+    return Search(model, props, reporter, order, Copying() if fast else Replaying(), executor,
+                  **kw)
+
+
+def bfs(*args, check_merges=False, **kw):
+    return composed(BreadthFirst(check_merges), *args, **kw)
+
+
+def dfs(*args, depth, **kw):
+    return composed(DepthFirst(depth), *args, **kw)
+
+
+def walks(*args, seed, walks, **kw):
+    return composed(Walks(seed, walks), *args, **kw)
+
+
+def replay_workers(*args, **kw):
+    return bfs(*args, **kw)
+
+
+def copy_workers(*args, **kw):
+    return bfs(*args, fast=True, **kw)
+
+
 def run(search, toy: Toy, props=(), **kw):
-    """Run `search` (a strategy class) on `toy`; returns (outcome, reporter). Whatever
+    """Run `search` (one of the makers above) on `toy`; returns (outcome, reporter). Whatever
     the outcome, the engine must have closed every system it opened."""
     reporter = Collect()
     outcome = search(toy, list(props), reporter, **kw).run()
@@ -158,7 +188,7 @@ def test_bfs_counts_every_world_and_every_step(make, expected):
     """Breadth-first search counts TLC's way: generated (the initial world and every
     successor, self-loops and worlds already seen included), distinct and depth are
     exactly the hand counts; nothing is left on the queue and nothing is bounded."""
-    outcome, _ = run(BreadthFirst, make())
+    outcome, _ = run(bfs, make())
     assert outcome.verdict == "ok" and outcome.prop is None and outcome.trace == []
     assert counts(outcome) == expected
     assert (outcome.stats.queue, outcome.stats.unexplored, outcome.bounded) == (0, 0, False)
@@ -171,7 +201,7 @@ def test_bfs_counts_every_world_and_every_step(make, expected):
 def test_bfs_counts_agree_with_the_reference_on_larger_toys(make):
     """On toys too large to count by hand (lost_update(3): 112 generated, 84 distinct,
     depth 7), breadth-first search gives the reference's counts."""
-    assert counts(run(BreadthFirst, make())[0]) == reachable(make())
+    assert counts(run(bfs, make())[0]) == reachable(make())
 
 
 def test_bfs_finds_the_lost_update_by_a_shortest_trace():
@@ -182,7 +212,7 @@ def test_bfs_finds_the_lost_update_by_a_shortest_trace():
     J = both done with x = 2; G gives K (write 1) = both done with x = 1: violated at
     the 13th world generated, the 12th distinct, with H, I and J left on the queue.
     K's path is S, A, D, G, K: 5 states."""
-    outcome, _ = run(BreadthFirst, lost_update(), [invariant("no_lost_update", both_done_x_is_2)])
+    outcome, _ = run(bfs, lost_update(), [invariant("no_lost_update", both_done_x_is_2)])
     assert outcome.verdict == "violated" and outcome.prop.name == "no_lost_update"
     assert counts(outcome) == (13, 12, 5) and outcome.stats.queue == 3
     assert labels(outcome) == [None, "read 0", "read 1", "write 0", "write 1"]
@@ -195,7 +225,7 @@ def test_bfs_max_depth_leaves_the_worlds_at_the_bound_unexpanded():
     generates S, A, B (depth 1 and 2) and their 2 + 2 + 2 successors: 7 generated, 6
     distinct, and the 3 worlds at the bound ((2,0), (1,1), (0,2)) are counted as
     unexplored, so the verdict says the search was bounded."""
-    outcome, _ = run(BreadthFirst, lost_update(), max_depth=3)
+    outcome, _ = run(bfs, lost_update(), max_depth=3)
     assert outcome.verdict == "ok" and outcome.bounded
     assert counts(outcome) == (7, 6, 3) == reachable(lost_update(), max_depth=3)
     assert outcome.stats.unexplored == 3
@@ -206,9 +236,9 @@ def test_max_states_is_never_a_silent_truncation():
     search, and every system is still closed."""
     toy = lost_update()
     with pytest.raises(EngineLimit, match="more than 5 distinct states"):
-        BreadthFirst(toy, [], Collect(), max_states=5).run()
+        bfs(toy, [], Collect(), max_states=5).run()
     assert toy.open == set()
-    assert run(BreadthFirst, lost_update(), max_states=13)[0].verdict == "ok"
+    assert run(bfs, lost_update(), max_states=13)[0].verdict == "ok"
 
 
 def test_an_action_property_is_checked_on_every_step():
@@ -216,7 +246,7 @@ def test_an_action_property_is_checked_on_every_step():
     holds on counter(4) until the wrap from 3 to 0: the trace is the 4 worlds to x = 3
     and the step that wraps (5 states); all 5 steps were generated, 4 worlds found."""
     grows = Property("action", "grows", lambda view, after: after["x"] == view["x"] + 1)
-    outcome, _ = run(BreadthFirst, counter(4), [grows])
+    outcome, _ = run(bfs, counter(4), [grows])
     assert outcome.verdict == "violated" and outcome.prop is grows
     assert counts(outcome) == (5, 4, 4)
     assert [step.view["x"] for step in outcome.trace] == [0, 1, 2, 3, 0]
@@ -228,9 +258,9 @@ def test_witnesses_reached_and_never_reached():
     whole search, with an empty trace."""
     three = state_prop("witness", "three", lambda v: v["x"] == 3)
     four = state_prop("witness", "four", lambda v: v["x"] == 4)
-    outcome, _ = run(BreadthFirst, counter(4), [three])
+    outcome, _ = run(bfs, counter(4), [three])
     assert outcome.verdict == "ok" and counts(outcome) == (5, 4, 4)
-    outcome, _ = run(BreadthFirst, counter(4), [three, four])
+    outcome, _ = run(bfs, counter(4), [three, four])
     assert outcome.verdict == "violated" and outcome.prop is four and outcome.trace == []
     assert counts(outcome) == (5, 4, 4)
 
@@ -238,7 +268,7 @@ def test_witnesses_reached_and_never_reached():
 def test_an_invariant_violated_in_the_initial_world():
     """The initial world is checked before anything else: a one-state trace, one world
     generated."""
-    outcome, _ = run(BreadthFirst, counter(4), [invariant("positive", lambda v: v["x"] > 0)])
+    outcome, _ = run(bfs, counter(4), [invariant("positive", lambda v: v["x"] > 0)])
     assert outcome.verdict == "violated" and counts(outcome) == (1, 1, 1)
     assert labels(outcome) == [None]
 
@@ -248,7 +278,7 @@ def test_progress_events_after_every_expansion(monkeypatch):
     at 0, BFS sends one progress event after each of lost_update's 13 expansions, each
     with the counts so far; after S: 3 generated, 3 distinct, A and B on the queue."""
     monkeypatch.setattr(search_module, "PROGRESS_EVERY", 0)
-    outcome, reporter = run(BreadthFirst, lost_update())
+    outcome, reporter = run(bfs, lost_update())
     progress = reporter.of("progress")
     assert [kind for kind, _ in reporter.events] == ["initial"] + ["progress"] * 13
     assert (progress[0].generated, progress[0].distinct, progress[0].queue) == (3, 3, 2)
@@ -263,7 +293,7 @@ def test_bfs_replays_every_world_it_expands():
     more (A, B, D: 2 each; C, E, F, G, H, I: 1 each); each of the 3 final worlds once
     to see it has no action: 1 + 1 + 6 + 6 + 3 = 17 launches."""
     toy = lost_update()
-    run(BreadthFirst, toy)
+    run(bfs, toy)
     assert toy.launches == 17
 
 
@@ -272,10 +302,10 @@ def test_fast_bfs_copies_worlds_instead_of_replaying():
     and every world found is kept as a snapshot: same counts and verdict as replay, a
     single launch, and one copy per world with two actions (S, A, B, D): 4 copies."""
     toy = lost_update()
-    outcome, _ = run(BreadthFirst, toy, fast=True)
+    outcome, _ = run(bfs, toy, fast=True)
     assert counts(outcome) == (15, 13, 5) and outcome.stats.copies == 4
     assert toy.launches == 1
-    outcome, _ = run(BreadthFirst, lost_update(), [invariant("no_lost_update", both_done_x_is_2)],
+    outcome, _ = run(bfs, lost_update(), [invariant("no_lost_update", both_done_x_is_2)],
                      fast=True)
     assert counts(outcome) == (13, 12, 5)
     assert labels(outcome) == [None, "read 0", "read 1", "write 0", "write 1"]
@@ -287,11 +317,11 @@ def test_fast_bfs_counts_the_worlds_it_relaunches(monkeypatch):
     report's). With the default room, none; keeping none, every world of lost_update's
     13 but the initial one (whose launch is held), the three without an action too
     (opened to see that): 12, each a launch."""
-    outcome, _ = run(BreadthFirst, lost_update(), fast=True)
+    outcome, _ = run(bfs, lost_update(), fast=True)
     assert outcome.stats.relaunched == 0
-    monkeypatch.setattr(BreadthFirst, "room", classmethod(lambda cls, kept, keep: False))
+    monkeypatch.setattr(Search, "room", classmethod(lambda cls, kept, keep: False))
     toy = lost_update()
-    outcome, _ = run(BreadthFirst, toy, fast=True)
+    outcome, _ = run(bfs, toy, fast=True)
     assert counts(outcome) == (15, 13, 5)
     assert outcome.stats.relaunched == 12
     assert toy.launches == 1 + outcome.stats.relaunched
@@ -303,7 +333,7 @@ def test_replay_that_reaches_another_world_is_nondeterminism():
     first launch, then to 2 when world 1 is replayed, which is reported at step 1."""
     toy = Toy(0, lambda x: [("inc", DELIVER, x + toy.launches)], lambda x: {"x": x})
     with pytest.raises(Nondeterminism) as info:
-        BreadthFirst(toy, [], Collect(), max_states=10).run()
+        bfs(toy, [], Collect(), max_states=10).run()
     assert info.value.step == 1 and "at step 1 (inc)" in str(info.value)
     assert "made again from launch" not in str(info.value)       # replayed by design
     assert toy.open == set()
@@ -312,10 +342,10 @@ def test_replay_that_reaches_another_world_is_nondeterminism():
 def test_a_fast_search_says_why_it_made_the_world_again(monkeypatch):
     """Copying (fast), a world is made again from launch only for want of a copy: the
     nondeterminism that replay finds then says which want (here: none was kept)."""
-    monkeypatch.setattr(BreadthFirst, "room", classmethod(lambda cls, kept, keep: False))
+    monkeypatch.setattr(Search, "room", classmethod(lambda cls, kept, keep: False))
     toy = Toy(0, lambda x: [("inc", DELIVER, x + toy.launches)], lambda x: {"x": x})
     with pytest.raises(Nondeterminism) as info:
-        BreadthFirst(toy, [], Collect(), max_states=10, fast=True).run()
+        bfs(toy, [], Collect(), max_states=10, fast=True).run()
     assert str(info.value).endswith("at step 1 (inc); the program under check (or cmc) is "
                                     "not deterministic (this world was made again from "
                                     "launch: no copy of it was kept)")
@@ -330,9 +360,9 @@ def test_det_launches_the_initial_world_shifted_and_names_the_difference():
             self.launches += 1
             return ToySystem(self, shift)
     toy = Shifted(0, lambda x: [("inc", DELIVER, (x + 1) % 4)], lambda x: {"x": x})
-    assert counts(run(BreadthFirst, toy)[0]) == (5, 4, 4)        # unnoticed without det
+    assert counts(run(bfs, toy)[0]) == (5, 4, 4)        # unnoticed without det
     with pytest.raises(Nondeterminism, match="toy: x was 0, then 1"):
-        BreadthFirst(toy, [], Collect(), det=True).run()
+        bfs(toy, [], Collect(), det=True).run()
     assert toy.open == set()
 
 
@@ -349,7 +379,7 @@ def test_a_deadlock_is_a_quiescent_world():
     the deadlock, is expanded: violated after 8 generated, 6 distinct; D's path is S, A,
     D."""
     prop = state_prop("quiescent", "all_thinking", all_thinking)
-    outcome, _ = run(BreadthFirst, philosophers(2), [prop])
+    outcome, _ = run(bfs, philosophers(2), [prop])
     assert outcome.verdict == "violated" and outcome.prop is prop
     assert counts(outcome) == (8, 6, 3)
     assert labels(outcome) == [None, "take left 0", "take left 1"]
@@ -364,9 +394,9 @@ def test_a_timeout_that_changes_nothing_leaves_a_world_quiescent():
     first, by the drop) is expanded, after S's 3 steps and B's timeout: 5 generated, 3
     distinct; the trace is S, B."""
     acked = state_prop("quiescent", "acked", lambda v: v["acked"])
-    outcome, _ = run(BreadthFirst, retry(), [acked])
+    outcome, _ = run(bfs, retry(), [acked])
     assert outcome.verdict == "ok" and counts(outcome) == (9, 5, 4)
-    outcome, _ = run(BreadthFirst, retry(False), [acked])
+    outcome, _ = run(bfs, retry(False), [acked])
     assert outcome.verdict == "violated" and outcome.prop is acked
     assert counts(outcome) == (5, 3, 2) and labels(outcome) == [None, "drop"]
 
@@ -381,7 +411,7 @@ def test_eventually_fails_on_a_lasso():
     """counter(3) never reaches x = 3: from the first world the fair schedule goes 0, 1,
     2 and back to 0, a lasso. The trace is 0, 1, 2 (3 states) with the schedule from
     state 1 (there is no prefix) and back to state 1."""
-    outcome, _ = run(BreadthFirst, counter(3), [eventually("three", lambda v: v["x"] == 3)])
+    outcome, _ = run(bfs, counter(3), [eventually("three", lambda v: v["x"] == 3)])
     assert outcome.verdict == "violated" and outcome.why == "looped"
     assert [step.view["x"] for step in outcome.trace] == [0, 1, 2]
     assert (outcome.suffix_from, outcome.loop_to) == (1, 1)
@@ -394,7 +424,7 @@ def test_eventually_fails_when_the_schedule_stops():
     B = (0,1) it takes `take left 0` into the deadlock (1,1) and stops there. Worlds are
     decided in the order found, so B is the first to fail: the trace is S, B (the
     shortest prefix) then (1,1), the schedule starting at state 2."""
-    outcome, _ = run(BreadthFirst, philosophers(2),
+    outcome, _ = run(bfs, philosophers(2),
                      [eventually("someone_eats", lambda v: 2 in v["phase"])])
     assert outcome.verdict == "violated" and outcome.why == "stopped"
     assert labels(outcome) == [None, "take left 1", "take left 0"]
@@ -409,8 +439,8 @@ def test_eventually_ignores_faults_and_fires_timeouts():
     a lasso after the prefix S, B, back to state 2. A schedule that dropped would fail
     from S already (the schedule from state 1)."""
     acked = eventually("acked", lambda v: v["acked"])
-    assert run(BreadthFirst, retry(), [acked])[0].verdict == "ok"
-    outcome, _ = run(BreadthFirst, retry(False), [acked])
+    assert run(bfs, retry(), [acked])[0].verdict == "ok"
+    outcome, _ = run(bfs, retry(False), [acked])
     assert outcome.verdict == "violated" and outcome.why == "looped"
     assert labels(outcome) == [None, "drop"]
     assert (outcome.suffix_from, outcome.loop_to) == (2, 2)
@@ -420,8 +450,8 @@ def test_eventually_is_bounded_by_live_steps():
     """counter(5) reaches x = 4 from x = 0 in 4 steps: with live_steps 4 it holds from
     every world; with 3 it fails from the first, out of steps, after 0, 1, 2, 3."""
     four = eventually("four", lambda v: v["x"] == 4)
-    assert run(BreadthFirst, counter(5), [four], live_steps=4)[0].verdict == "ok"
-    outcome, _ = run(BreadthFirst, counter(5), [four], live_steps=3)
+    assert run(bfs, counter(5), [four], live_steps=4)[0].verdict == "ok"
+    outcome, _ = run(bfs, counter(5), [four], live_steps=3)
     assert outcome.verdict == "violated" and outcome.why == "out of steps"
     assert [step.view["x"] for step in outcome.trace] == [0, 1, 2, 3]
     assert (outcome.suffix_from, outcome.loop_to) == (1, None)
@@ -434,9 +464,9 @@ def test_dfs_counts_equal_bfs_when_every_world_has_one_depth():
     pc), so depth-first search, bounded past the deepest world, generates exactly BFS's
     15 steps and 13 worlds. At a bound of 5 the three final worlds sit at the bound:
     the same counts, but 3 unexplored and the verdict bounded."""
-    outcome, _ = run(DepthFirst, lost_update(), depth=6)
+    outcome, _ = run(dfs, lost_update(), depth=6)
     assert counts(outcome) == (15, 13, 5) and not outcome.bounded
-    outcome, _ = run(DepthFirst, lost_update(), depth=5)
+    outcome, _ = run(dfs, lost_update(), depth=5)
     assert counts(outcome) == (15, 13, 5) and outcome.bounded
     assert outcome.stats.unexplored == 3
 
@@ -447,7 +477,7 @@ def test_dfs_follows_the_first_action_first():
     J (x = 2); J has no action; D gives H, G; G gives K (x = 1): violated at the 10th
     world generated, 10 distinct, with B and H left on the stack; the trace is the path
     taken, here also 5 states."""
-    outcome, _ = run(DepthFirst, lost_update(), [invariant("no_lost_update", both_done_x_is_2)],
+    outcome, _ = run(dfs, lost_update(), [invariant("no_lost_update", both_done_x_is_2)],
                      depth=10)
     assert outcome.verdict == "violated"
     assert counts(outcome) == (10, 10, 5) and outcome.stats.queue == 2
@@ -465,33 +495,33 @@ def test_dfs_expands_again_a_world_found_by_a_shorter_path():
     exactly as the bound says. By hand: s gives b, a; a gives a2; a2 gives c; b gives c;
     c gives d: 7 generated, 6 distinct, and only d is left unexplored. The invariant
     `not at d` is violated along the shorter path s, b, c, d."""
-    outcome, _ = run(DepthFirst, graph(SHORTCUT), depth=4)
+    outcome, _ = run(dfs, graph(SHORTCUT), depth=4)
     assert outcome.verdict == "ok" and outcome.bounded
     assert counts(outcome) == (7, 6, 4) == reachable(graph(SHORTCUT), max_depth=4)
     assert outcome.stats.unexplored == 1
-    outcome, _ = run(DepthFirst, graph(SHORTCUT), [invariant("not_d", lambda v: v["at"] != "d")],
+    outcome, _ = run(dfs, graph(SHORTCUT), [invariant("not_d", lambda v: v["at"] != "d")],
                      depth=4)
     assert outcome.verdict == "violated" and labels(outcome) == [None, "b", "c", "d"]
     witness = state_prop("witness", "at_d", lambda v: v["at"] == "d")
-    assert run(DepthFirst, graph(SHORTCUT), [witness], depth=4)[0].verdict == "ok"
-    outcome, _ = run(DepthFirst, graph(SHORTCUT), [witness], depth=3)
+    assert run(dfs, graph(SHORTCUT), [witness], depth=4)[0].verdict == "ok"
+    outcome, _ = run(dfs, graph(SHORTCUT), [witness], depth=3)
     assert outcome.verdict == "violated" and outcome.trace == []
 
 
 def test_dfs_fast_copies_and_agrees():
     """Depth-first with fast: the same counts and trace as replay, one copy per world
     with two actions (S, A, B, D: 4)."""
-    outcome, _ = run(DepthFirst, lost_update(), depth=6, fast=True)
+    outcome, _ = run(dfs, lost_update(), depth=6, fast=True)
     assert counts(outcome) == (15, 13, 5) and outcome.stats.copies == 4
 
 
 def test_dfs_checks_quiescent_and_eventually_too():
     """The same property kinds as BFS: the deadlock of philosophers(2) is found by DFS
     (through A, whose children are pushed (1,1) first), and the lasso of counter(3)."""
-    outcome, _ = run(DepthFirst, philosophers(2),
+    outcome, _ = run(dfs, philosophers(2),
                      [state_prop("quiescent", "all_thinking", all_thinking)], depth=10)
     assert outcome.verdict == "violated" and outcome.trace[-1].view == {"phase": [1, 1]}
-    outcome, _ = run(DepthFirst, counter(3), [eventually("three", lambda v: v["x"] == 3)],
+    outcome, _ = run(dfs, counter(3), [eventually("three", lambda v: v["x"] == 3)],
                      depth=10)
     assert outcome.why == "looped" and len(outcome.trace) == 3
 
@@ -502,7 +532,7 @@ def test_simulation_counts_every_state_of_every_walk():
     """counter(5) has one action per world, so every walk is the same: with walks of 8
     states, 3 walks generate 24 states and find the 5 worlds; the reporter gets one
     progress event per walk."""
-    outcome, reporter = run(Simulation, counter(5), seed=7, walks=3, max_depth=8)
+    outcome, reporter = run(walks, counter(5), seed=7, walks=3, max_depth=8)
     assert outcome.verdict == "ok"
     assert counts(outcome) == (24, 5, 8)
     assert outcome.stats.walks == 3 and outcome.stats.walk_lengths == [8, 8, 8]
@@ -518,13 +548,13 @@ def test_simulation_finds_the_lost_update_and_the_seed_reproduces_it():
     (several of which find it only at the second or third walk)."""
     prop = invariant("no_lost_update", both_done_x_is_2)
     for seed in range(100, 120):
-        outcome, _ = run(Simulation, lost_update(), [prop], seed=seed, walks=50)
+        outcome, _ = run(walks, lost_update(), [prop], seed=seed, walks=50)
         assert outcome.verdict == "violated" and outcome.seed == seed + outcome.walk - 1
         assert outcome.stats.walk_lengths == [5] * outcome.walk
         assert outcome.stats.generated == 5 * outcome.walk
         assert len(outcome.trace) == 5 and outcome.trace[-1].view["x"] == 1
         for i in range(outcome.walk):
-            alone, _ = run(Simulation, lost_update(), [prop], seed=seed + i, walks=1)
+            alone, _ = run(walks, lost_update(), [prop], seed=seed + i, walks=1)
             assert (alone.verdict == "violated") == (i == outcome.walk - 1)
         assert alone.walk == 1 and labels(alone) == labels(outcome)
 
@@ -534,27 +564,27 @@ def test_simulation_tries_the_timeouts_of_a_world_before_calling_it_quiescent():
     steps are part of the walk): retry(False) after the drop takes B's timeout, which
     leads back to B, so B is quiescent and not acked. The trace ends drop, timeout."""
     acked = state_prop("quiescent", "acked", lambda v: v["acked"])
-    outcome, _ = run(Simulation, retry(False), [acked], seed=1, walks=100)
+    outcome, _ = run(walks, retry(False), [acked], seed=1, walks=100)
     assert outcome.verdict == "violated" and outcome.prop is acked
     assert labels(outcome)[-2:] == ["drop", "timeout"]
     assert outcome.trace[-1].view == outcome.trace[-2].view
-    assert run(Simulation, retry(), [acked], seed=1, walks=100)[0].verdict == "ok"
+    assert run(walks, retry(), [acked], seed=1, walks=100)[0].verdict == "ok"
 
 
 # -- parallel workers (processes) -------------------------------------------------------
 
-PARALLEL = [ParallelBreadthFirst, FastParallelBreadthFirst]
+PARALLEL = [replay_workers, copy_workers]
 
 
 def test_fast_workers_count_the_worlds_they_relaunch(monkeypatch):
     """A worker replays from launch each world it expands without holding a snapshot
     of it (the initial world at least), and the parent adds up their `relaunched`:
     with workers that keep none, all 10 of lost_update's worlds with an action."""
-    outcome, _ = run(FastParallelBreadthFirst, lost_update(), workers=2,
+    outcome, _ = run(copy_workers, lost_update(), workers=2,
                      worker_model=lambda i: lost_update())
     assert counts(outcome) == (15, 13, 5) and 1 <= outcome.stats.relaunched <= 10
-    monkeypatch.setattr(BreadthFirst, "room", classmethod(lambda cls, kept, keep: False))
-    outcome, _ = run(FastParallelBreadthFirst, lost_update(), workers=2,
+    monkeypatch.setattr(Search, "room", classmethod(lambda cls, kept, keep: False))
+    outcome, _ = run(copy_workers, lost_update(), workers=2,
                      worker_model=lambda i: lost_update())
     assert counts(outcome) == (15, 13, 5) and outcome.stats.relaunched == 10
 

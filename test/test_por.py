@@ -19,58 +19,12 @@ import pytest
 
 from cmc.engine.bfs import BreadthFirst
 from cmc.engine.model import Property
-from cmc.engine.por import PorCheckFailed, ReducedBreadthFirst
-from toy import DELIVER, Toy, ToySystem
+from cmc.engine.por import PorCheckFailed, SleepSets
+from cmc.engine.search import Search
+from cmc.engine.worlds import Copying, Replaying
+from toy import PartsToy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class PartsToy(Toy):
-    """A toy whose worlds say what each step touched (System.traits and changed): a
-    state is a tuple of program counters, one per process; `step i` moves process i
-    on and touches its own part, and `shared` too when given. `lie`: the steps claim
-    to touch nothing, whatever they do."""
-
-    def __init__(self, n: int, k: int, shared: bool = False, lie: bool = False,
-                 writes_x: bool = False):
-        self.n, self.k, self.shared, self.lie, self.writes_x = n, k, shared, lie, writes_x
-
-        def moves(state):
-            pcs, x = state
-            return [(f"step {i}", DELIVER, (pcs[:i] + (pc + 1,) + pcs[i + 1:],
-                                            x * 2 + i if writes_x else x))
-                    for i, pc in enumerate(pcs) if pc < k]
-        super().__init__(((0,) * n, 0), moves, lambda s: {"pcs": list(s[0]), "x": s[1]})
-
-    def fresh(self, shift: int = 0):
-        self.launches += 1
-        return PartsSystem(self, self.initial)
-
-
-class PartsSystem(ToySystem):
-    def apply(self, key):
-        self.last = key
-        return super().apply(key)
-
-    def fork(self):
-        assert not self.closed
-        return PartsSystem(self.toy, self.state, is_copy=True)
-
-    def traits(self) -> dict:
-        pcs, x = self.state
-        return {**{f"p{i}": pc for i, pc in enumerate(pcs)}, "x": x}
-
-    def changed(self, before: dict) -> frozenset:
-        if self.toy.lie:
-            return frozenset()         # touches nothing: commutes with anything
-        after = self.traits()
-        out = {k for k in after if before.get(k) != after[k]}
-        out.add(f"p{self.last[0].split()[1]}")
-        if self.toy.shared:
-            out.add("shared")
-        if self.toy.writes_x:
-            out.add("x")               # read, even when its value stays
-        return frozenset(out)
 
 
 class Quiet:
@@ -81,8 +35,12 @@ class Quiet:
         pass
 
 
-def search(cls, toy, props=(), **kw):
-    outcome = cls(toy, list(props), Quiet(), **kw).run()
+def search(reduction, toy, props=(), fast=False, check_por=False):
+    """A breadth-first search of `toy`, reduced by `reduction` (SleepSets) or not (None),
+    copying with `fast`."""
+    outcome = Search(toy, list(props), Quiet(), BreadthFirst(),
+                     Copying() if fast else Replaying(),
+                     reduction=reduction(check_por) if reduction else None).run()
     assert toy.open == set(), "the engine left systems open"
     return outcome
 
@@ -90,8 +48,8 @@ def search(cls, toy, props=(), **kw):
 @pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("n,k", [(2, 1), (2, 2), (3, 2), (4, 1)])
 def test_independent_processes_reach_each_world_once(n, k, fast):
-    full = search(BreadthFirst, PartsToy(n, k), fast=fast)
-    reduced = search(ReducedBreadthFirst, PartsToy(n, k), fast=fast)
+    full = search(None, PartsToy(n, k), fast=fast)
+    reduced = search(SleepSets, PartsToy(n, k), fast=fast)
     worlds = (k + 1) ** n
     assert full.stats.distinct == reduced.stats.distinct == worlds
     assert full.stats.depth == reduced.stats.depth == n * k + 1
@@ -104,8 +62,8 @@ def test_independent_processes_reach_each_world_once(n, k, fast):
 
 
 def test_a_part_every_step_touches_skips_nothing():
-    full = search(BreadthFirst, PartsToy(3, 2))
-    reduced = search(ReducedBreadthFirst, PartsToy(3, 2, shared=True))
+    full = search(None, PartsToy(3, 2))
+    reduced = search(SleepSets, PartsToy(3, 2, shared=True))
     assert (reduced.stats.generated, reduced.stats.distinct) == (55, 27)
     assert (full.stats.generated, full.stats.distinct) == (55, 27)
     assert reduced.stats.slept == 0
@@ -116,8 +74,8 @@ def test_a_violation_at_the_same_depth():
     where process 1 stepped first and then 0 (x = 2 after 'step 1', 'step 0'). The steps
     do not commute (both write x), so nothing is skipped; a shortest counterexample."""
     bad = Property("invariant", "not_one_then_zero", lambda v, _: v["x"] != 2)
-    full = search(BreadthFirst, PartsToy(2, 1, writes_x=True), [bad])
-    reduced = search(ReducedBreadthFirst, PartsToy(2, 1, writes_x=True), [bad])
+    full = search(None, PartsToy(2, 1, writes_x=True), [bad])
+    reduced = search(SleepSets, PartsToy(2, 1, writes_x=True), [bad])
     assert full.verdict == reduced.verdict == "violated"
     assert [s.label for s in full.trace] == [s.label for s in reduced.trace] \
         == [None, "step 1", "step 0"]
@@ -125,7 +83,7 @@ def test_a_violation_at_the_same_depth():
 
 def test_action_properties_keep_every_transition():
     ok = Property("action", "anything", lambda v, w: True)
-    reduced = search(ReducedBreadthFirst, PartsToy(3, 2), [ok])
+    reduced = search(SleepSets, PartsToy(3, 2), [ok])
     assert reduced.stats.reduced is False
     assert (reduced.stats.generated, reduced.stats.distinct, reduced.stats.slept) == (55, 27, 0)
 
@@ -133,11 +91,11 @@ def test_action_properties_keep_every_transition():
 def test_check_por_catches_footprints_that_lie():
     """The steps write x in the order taken, so no two commute; footprints that claim
     otherwise skip worlds, and --check-por says so (the search alone misses them)."""
-    lied = search(ReducedBreadthFirst, PartsToy(2, 1, lie=True, writes_x=True))
+    lied = search(SleepSets, PartsToy(2, 1, lie=True, writes_x=True))
     assert lied.stats.distinct < 5          # worlds lost: why the check exists
     with pytest.raises(PorCheckFailed, match="never reached"):
-        search(ReducedBreadthFirst, PartsToy(2, 1, lie=True, writes_x=True), check_por=True)
-    honest = search(ReducedBreadthFirst, PartsToy(3, 2), check_por=True)
+        search(SleepSets, PartsToy(2, 1, lie=True, writes_x=True), check_por=True)
+    honest = search(SleepSets, PartsToy(3, 2), check_por=True)
     assert honest.stats.generated == 27
 
 

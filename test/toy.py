@@ -10,7 +10,8 @@ with the systems it opens.
 
 A state is any hashable value; `moves(state)` lists the enabled actions in a fixed
 order as (name, ActionKind, next state). An action's key is (name,), its label the
-name.
+name. A `PartsToy`'s worlds also say what each step touched (traits and changed), for
+--por's sleep sets.
 """
 from __future__ import annotations
 
@@ -143,6 +144,56 @@ def retry(resend: bool = True) -> Toy:
         return out
     return Toy((True, False, 1), moves,
                lambda s: {"inflight": s[0], "acked": s[1], "drops": s[2]})
+
+
+class PartsToy(Toy):
+    """A toy whose worlds say what each step touched (System.traits and changed): a
+    state is a tuple of program counters, one per process; `step i` moves process i
+    on and touches its own part, and `shared` too when given. `lie`: the steps claim
+    to touch nothing, whatever they do."""
+
+    def __init__(self, n: int, k: int, shared: bool = False, lie: bool = False,
+                 writes_x: bool = False):
+        self.n, self.k, self.shared, self.lie, self.writes_x = n, k, shared, lie, writes_x
+
+        def moves(state):
+            pcs, x = state
+            return [(f"step {i}", DELIVER, (pcs[:i] + (pc + 1,) + pcs[i + 1:],
+                                            x * 2 + i if writes_x else x))
+                    for i, pc in enumerate(pcs) if pc < k]
+        super().__init__(((0,) * n, 0), moves, lambda s: {"pcs": list(s[0]), "x": s[1]})
+
+    def fresh(self, shift: int = 0):
+        self.launches += 1
+        return PartsSystem(self, self.initial)
+
+
+class PartsSystem(ToySystem):
+    """A world of PartsToy: what a step touched, as --por reads it (cmc/engine/por.py)."""
+
+    def apply(self, key):
+        self.last = key
+        return super().apply(key)
+
+    def fork(self):
+        assert not self.closed
+        return PartsSystem(self.toy, self.state, is_copy=True)
+
+    def traits(self) -> dict:
+        pcs, x = self.state
+        return {**{f"p{i}": pc for i, pc in enumerate(pcs)}, "x": x}
+
+    def changed(self, before: dict) -> frozenset:
+        if self.toy.lie:
+            return frozenset()         # touches nothing: commutes with anything
+        after = self.traits()
+        out = {k for k in after if before.get(k) != after[k]}
+        out.add(f"p{self.last[0].split()[1]}")
+        if self.toy.shared:
+            out.add("shared")
+        if self.toy.writes_x:
+            out.add("x")               # read, even when its value stays
+        return frozenset(out)
 
 
 def graph(edges: dict, initial="s") -> Toy:

@@ -1,4 +1,5 @@
-"""Breadth-first search over worlds, with TLC's semantics.
+"""Breadth-first search over worlds, with TLC's semantics: the order of a search
+(search.py), whatever its world source, executor and reduction.
 
 Exact generated and distinct counts (the initial world counts as generated,
 and so does every successor, self-loops and already-seen worlds included),
@@ -7,18 +8,25 @@ so that the counterexample is a shortest one. The visited set maps each
 fingerprint to its parent and the action from it; a world's action sequence is
 rebuilt from there and replayed to visit it.
 
-Expanding a world replays it once per enabled action, except that the first
-action reuses the system the world was reached with when there is one (the
-initial launch).
+The queue holds what the executor needs of a world to expand it (in this process its
+fingerprint; for workers also the world and its enabled actions, which a worker's
+answer brought). A world taken from the queue is opened and its steps handed out:
+in this process (worlds.InProcess) one world at a time, taken as they are merged;
+workers (pool.py) get the steps of the worlds ahead of the merge, up to the executor's
+window, and the merge waits for the answers. Either way the steps are merged strictly
+in the order of the queue, which is what makes the counts, the order and the
+counterexample those of one search, however many workers take the steps.
 
-With `fast` (--fast), a world is copied instead: the processes of a world held
-in a snapshot are forked (cmc/kernel/proc/fork.py), one copy per enabled action but
-the last, which takes the snapshot itself. A new world found this way is kept as
-the snapshot to expand it from, up to KEEP snapshots; a world without one is
-replayed once and copied from there. A world that cannot be copied, a copy that
-fails, and a step that goes wrong in a copy (so that every error is reported
-exactly as replay reports it) fall back to replay. Counts, order and verdicts are
-those of replay.
+Replaying (worlds.Replaying), expanding a world replays it once per enabled action,
+except that the first action reuses the system the world was reached with when there
+is one (the initial launch). Copying (--fast, worlds.Copying), a world is copied
+instead, one copy per enabled action but the last, which takes the snapshot itself; a
+new world found this way is kept as the snapshot to expand it from, up to KEEP
+snapshots; a world without one is replayed once and copied from there. Counts, order
+and verdicts are those of replay.
+
+Which actions are taken from a world is the reduction's to say: every one (`Full`, no
+reduction; it also runs --check-merges), or those not asleep (por.SleepSets, --por).
 """
 from __future__ import annotations
 
@@ -26,111 +34,128 @@ from collections import deque
 
 from .merges import MergeCheck
 from .model import EngineLimit, Outcome
-from .replay import replay, steps_by_copy
-from .search import Search
 
-__all__ = ["BreadthFirst", "EngineLimit"]
+__all__ = ["BreadthFirst", "EngineLimit", "Full"]
 
 
-class BreadthFirst(Search):
-    def __init__(self, *args, check_merges: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.merges = MergeCheck(self) if check_merges else None
-        self.arrivals: dict = {}   # --check-merges --fast: action -> system at a seen world
+class BreadthFirst:
+    pools = True            # its steps may be handed to workers
 
-    def _run(self) -> Outcome:
-        system, fp0, _, outcome = self.begin()
+    def __init__(self, check_merges: bool = False):
+        self.check_merges = check_merges
+
+    def configure(self, search) -> None:
+        if self.check_merges:
+            if not search.executor.local:
+                raise ValueError("--check-merges takes the steps in this process")
+            search.merges = MergeCheck(search)
+
+    def run(self, search) -> Outcome:
+        try:
+            return self._run(search)
+        finally:
+            if search.merges is not None:
+                search.merges.close()
+
+    def _run(self, search) -> Outcome:
+        system, fp0, view0, outcome = search.begin()
         if outcome is not None:
             return outcome
-        queue = deque([fp0])
-        held = system            # the launched system is already at fp0
+        executor = search.executor
+        reduction = search.reduction or FULL
+        queue = deque([executor.first(search, fp0, view0, system)])   # found, not handed out
+        pending: deque = deque()                    # handed out, not yet merged
+        window = executor.window(search)
+        outstanding = 0                             # steps handed out, not merged
+        while queue or pending:
+            while queue and (outstanding < window or not pending):
+                item = queue.popleft()
+                fp = executor.fp(item)
+                depth = search.parent[fp][2]
+                if search.max_depth is not None and depth >= search.max_depth:
+                    reduction.bounded(search, fp)
+                    continue
+                world = executor.open(search, item, depth)
+                world.take = reduction.to_take(search, world)
+                executor.hand_out(search, world)
+                outstanding += len(world.take)
+                pending.append(world)
+            if not pending:
+                break
+            world = pending.popleft()
+            outstanding -= len(world.take)
+            search.stats.queue = len(queue) + len(pending)
+            try:
+                outcome = reduction.merge(search, world, queue)
+            finally:
+                executor.merged(search)
+            if outcome is not None:
+                search.stats.queue = len(queue) + len(pending)
+                return outcome
+            search.tick(len(queue) + len(pending))
+        reduction.finish(search)
+        return search.finish()
+
+
+class Full:
+    """No reduction: every enabled action is taken from every world."""
+
+    @staticmethod
+    def bounded(search, fp: bytes) -> None:
+        search.stats.unexplored += 1
+
+    @staticmethod
+    def to_take(search, world) -> list:
+        return world.actions
+
+    @staticmethod
+    def finish(search) -> None:
+        pass
+
+    def merge(self, search, world, queue: deque) -> Outcome | None:
+        fair_key = search.live.expanded(world.fp, world.actions) if search.live.props else None
+        successors = search.executor.successors(search, world, world.actions)
         try:
-            while queue:
-                fp = queue.popleft()
-                self.stats.queue = len(queue)
-                outcome = self.expand(fp, held, queue)
-                held = None
-                if outcome is not None:
-                    self.stats.queue = len(queue)
-                    return outcome
-                self.tick(len(queue))
+            return self.merge_steps(search, world.fp, world.view, world.depth, world.actions,
+                                    fair_key, successors, queue)
         finally:
-            if held is not None:
-                held.close()
-            if self.merges is not None:
-                self.merges.close()
-        return self.finish()
+            if search.merges is not None:
+                search.merges.drop_arrivals()        # left by a violation
 
-    def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
-        depth = self.parent[fp][2]
-        if self.max_depth is not None and depth >= self.max_depth:
-            if held is not None:
-                held.close()
-            self.stats.unexplored += 1
-            return None
-        held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
-        if self.fast and actions:
-            successors = self.copied_successors(held, keys, fps, actions, depth)
-        else:
-            successors = self.replayed_successors(held, keys, fps, actions)
-        try:
-            return self.merge(fp, view, depth, actions, fair_key, successors, queue)
-        finally:
-            for system in self.arrivals.values():     # left by a violation
-                system.close()
-            self.arrivals.clear()
-
-    def replayed_successors(self, held, keys, fps, actions):
-        for i, action in enumerate(actions):
-            system = held if i == 0 else replay(self.model, keys, fps)[0]
-            _, fp2, view2 = self.step(system, keys, fps, action.key)
-            yield action.key, fp2, view2, fp2
-
-    def copied_successors(self, held, keys, fps, actions, depth):
-        def step(system, key):
-            return self.step(system, keys, fps, key, close=False)
-        for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
-                                                          [a.key for a in actions], step,
-                                                          self.stats):
-            if fp2 in self.parent:         # seen: it will not be queued
-                if self.merges is not None:
-                    self.arrivals[key] = system    # --check-merges may take it on
-                else:
-                    system.close()
-            else:
-                self.keep(fp2, system, depth + 1)
-            yield key, fp2, view2, fp2
-
-    def merge(self, fp: bytes, view: dict, depth: int, actions: list, fair_key,
-              successors, queue: deque) -> Outcome | None:
+    @staticmethod
+    def merge_steps(search, fp: bytes, view: dict, depth: int, actions: list, fair_key,
+                    successors, queue: deque) -> Outcome | None:
         """Take the steps from world `fp`, in the order of its `actions`: `successors`
         yields (action key, fingerprint, world after it, what to queue if it is new)."""
         busy = False
         enabled = {a.key: a for a in actions}
         reached = {}
+        merges = search.merges
         for key, fp2, view2, item in successors:
             action = enabled[key]
             reached[key] = fp2
             if key == fair_key:
-                self.live.edge(fp, actions, key, fp2)
+                search.live.edge(fp, actions, key, fp2)
             if action.moves_messages or (action.fires and fp2 != fp):
                 busy = True
-            bad = self.check_transition(view, view2)
+            bad = search.check_transition(view, view2)
             if bad:
-                return self.violation(bad, fp, key)
-            if fp2 not in self.parent:
-                self.found(fp2, fp, key, depth + 1)
-                bad = self.check_state(fp2, view2)
+                return search.violation(bad, fp, key)
+            if fp2 not in search.parent:
+                search.found(fp2, fp, key, depth + 1)
+                bad = search.check_state(fp2, view2)
                 if bad:
-                    return self.violation(bad, fp2)
+                    return search.violation(bad, fp2)
                 queue.append(item)
-            elif self.merges is not None:
-                self.merges.arrived(fp2, fp, key, self.arrivals.pop(key, None))
-        if self.merges is not None:
-            self.merges.expanded(fp, reached)
+            elif merges is not None:
+                merges.arrived(fp2, fp, key, merges.arrivals.pop(key, None))
+        if merges is not None:
+            merges.expanded(fp, reached)
         if not busy:
-            bad = self.check_quiescent(view)
+            bad = search.check_quiescent(view)
             if bad:
-                return self.violation(bad, fp)
+                return search.violation(bad, fp)
         return None
 
+
+FULL = Full()

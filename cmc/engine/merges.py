@@ -43,6 +43,9 @@ class MergeCheck:
         self.compared = 0                          # other paths compared
         self.worlds: set[bytes] = set()            # worlds with a path compared
         self.live = 0                              # live systems in `pending`
+        # --fast: action -> the system its step left at a world found before, taken on
+        # by `arrived` when the merge comes to it (worlds.InProcess)
+        self.arrivals: dict = {}
 
     def arrived(self, fp2: bytes, fp: bytes, key: tuple, system=None) -> None:
         """The step `key` from world `fp` reached `fp2`, which was found before;
@@ -88,6 +91,12 @@ class MergeCheck:
         finally:
             self._close(waiting)
 
+    def drop_arrivals(self) -> None:
+        """Close the systems of `arrivals` the merge did not come to (a violation)."""
+        for system in self.arrivals.values():
+            system.close()
+        self.arrivals.clear()
+
     def close(self) -> None:
         """Close the live systems of paths not compared (the search is over)."""
         for waiting in self.pending.values():
@@ -123,7 +132,7 @@ class MergeCheck:
         if not actions:
             system.close()
             return
-        if search.fast:
+        if search.worlds.copies:
             steps = steps_by_copy(search.model, system, keys, fps, actions,
                                   lambda s, k: take_step(s, k, close=False))
         else:

@@ -1,5 +1,6 @@
 """--por: breadth-first search with sleep sets over footprints observed, never guessed
-(docs/design.md, "Partial-order reduction").
+(docs/design.md, "Partial-order reduction"): the reduction part of a search (search.py),
+with either world source, in this process or with --workers N.
 
 Every step is taken on real processes, so cmc sees what it touched: the world as parts
 (`System.traits`: a digest per node, and one part "" for what belongs to the world as a
@@ -32,10 +33,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from .bfs import BreadthFirst
-from .parallel import FastParallelBreadthFirst, ParallelBreadthFirst
 from .model import Outcome
-from .replay import replay, steps_by_copy
 
 
 @dataclass(frozen=True)
@@ -56,25 +54,45 @@ class PorCheckFailed(Exception):
 
 
 class SleepSets:
-    """What the reduced searches share (mixed in before a breadth-first search class):
-    each world's sleep set, the worlds expanded, those queued again for the actions
-    their sleep set lost, and the merge of a world's steps (`merge_reduced`).
+    """The reduction of a breadth-first search (bfs.BreadthFirst asks it what to take
+    from each world, and merges through it): each world's sleep set, the worlds
+    expanded, those queued again for the actions their sleep set lost, and the merge of
+    a world's steps. The steps' footprints come from this process (`watch`, `stepped`:
+    Search.step) or from the workers' answers (`note`: pool.py).
+
+    With --workers the order hands a world's steps out when it leaves the queue, for the
+    actions not asleep then; its sleep set can only lose actions before it is merged,
+    and those are taken then, as one more job, so that the merge takes what one worker
+    would have taken at that point: the counts are one worker's.
+
     `check_por` (one worker): also take every transition skipped (not counted) and
     require, at the end, that each led to a world the search reached."""
 
-    def __init__(self, *args, check_por: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        # a model whose properties read transitions keeps them all
-        self.reduce = not self.transition_props and not self.live.props
-        self.stats.reduced = self.reduce
+    def __init__(self, check_por: bool = False):
+        self.check = check_por
         self.asleep: dict[bytes, dict[tuple, Footprint]] = {}
         self.expanded: set[bytes] = set()
         self.again: dict[bytes, set] = {}      # expanded worlds queued again: for these keys
-        self.check = check_por
+        self.items: dict[bytes, object] = {}    # world -> its queue item (to queue again)
         self.landings: list[tuple[bytes, tuple, bytes]] = []   # --check-por
-        self._steps: dict[tuple, Footprint] = {}
+        self.steps: dict[tuple, Footprint] = {}    # the footprints of the world merged
+        self.watching = False       # the steps are taken here: Search.step tells them
+        self._at: tuple | None = None          # (world, its traits) while it is expanded
+        self.reduce = True
 
-    def to_take(self, fp: bytes, actions: list, first: bool) -> list:
+    def configure(self, search) -> None:
+        # a model whose properties read transitions keeps them all
+        self.reduce = not search.transition_props and not search.live.props
+        search.stats.reduced = self.reduce
+
+    def to_take(self, search, world) -> list:
+        """The actions to take from a world leaving the queue (its item kept for
+        `requeue`)."""
+        self.items.setdefault(world.fp, world.item)
+        world.first = world.fp not in self.expanded
+        return self.taken(world.fp, world.actions, world.first)
+
+    def taken(self, fp: bytes, actions: list, first: bool) -> list:
         """The actions to take from world fp now: those not asleep there (and, with no
         DELIVER enabled, every FIRE: the quiescence rule needs each one's outcome);
         when it is expanded again, those its sleep set lost since."""
@@ -85,40 +103,82 @@ class SleepSets:
         idle = not any(a.moves_messages for a in actions)
         return [a for a in actions if a.key not in base or (idle and a.fires)]
 
+    def bounded(self, search, fp: bytes) -> None:
+        search.stats.unexplored += fp not in self.expanded
+        self.expanded.add(fp)
+
+    # -- what the steps touched ----------------------------------------------------------
+    def watch(self, fp: bytes, system) -> None:
+        """The steps from world fp are taken here, from `system`, which is at it."""
+        self._at = (fp, system.traits())
+        self.watching = True
+
+    def stepped(self, system, key: tuple, fp2: bytes) -> None:
+        at, before = self._at
+        self.note(key, system.changed(before), fp2 == at)
+
+    def note(self, key: tuple, touched: frozenset, loop: bool) -> None:
+        self.steps[key] = Footprint(touched, loop)
+
     # -- what the steps found ----------------------------------------------------------
-    def merge_reduced(self, fp: bytes, view: dict, depth: int, actions: list, base: dict,
-                      first: bool, successors, queue: deque,
+    def merge(self, search, world, queue: deque) -> Outcome | None:
+        """Merge world fp's steps: those its sleep set lets through now (handed out
+        when it left the queue, or now for what it lost since)."""
+        fp, actions, first = world.fp, world.actions, world.first
+        need = self.taken(fp, actions, first)
+        self.again.pop(fp, None)
+        self.expanded.add(fp)
+        search.stats.slept += len(actions) - len(need) if first else -len(need)
+        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
+        if search.live.props:
+            search.live.expanded(fp, actions)
+        taken = {a.key for a in need}
+        checked = [a for a in actions if a.key not in taken] if first and self.check else []
+        self.steps = {}
+        successors = search.executor.successors(search, world, need + checked,
+                                                {a.key for a in checked})
+        return self.merge_reduced(search, fp, world.view, world.depth, actions, base, first,
+                                  self.kept(successors), queue, {a.key for a in checked})
+
+    def kept(self, successors):
+        """The successors, each world's queue item kept (for `requeue`)."""
+        for key, fp2, view2, item in successors:
+            self.items.setdefault(fp2, item)
+            yield key, fp2, view2, item
+
+    def merge_reduced(self, search, fp: bytes, view: dict, depth: int, actions: list,
+                      base: dict, first: bool, successors, queue: deque,
                       checked: frozenset | set = frozenset()) -> Outcome | None:
         enabled = {a.key: a for a in actions}
         busy = any(a.moves_messages for a in actions)
         done: list[tuple[tuple, Footprint]] = []       # taken from this world, in order
         for key, fp2, view2, item in successors:
             action = enabled[key]
-            step = self._steps.pop(key)
+            step = self.steps.pop(key)
             if key in checked:
-                self.stats.generated -= 1             # not a transition of the search
+                search.stats.generated -= 1           # not a transition of the search
                 self.landings.append((fp, key, fp2))
                 continue
             if action.fires and fp2 != fp:
                 busy = True
-            bad = self.check_transition(view, view2)
+            bad = search.check_transition(view, view2)
             if bad:
-                return self.violation(bad, fp, key)
+                return search.violation(bad, fp, key)
             sleep = {k: f for k, f in [*base.items(), *done] if k != key and f.commutes(step)}
             done.append((key, step))
-            if fp2 not in self.parent:
-                self.found(fp2, fp, key, depth + 1)
+            if fp2 not in search.parent:
+                search.found(fp2, fp, key, depth + 1)
                 self.asleep[fp2] = sleep
-                bad = self.check_state(fp2, view2)
+                bad = search.check_state(fp2, view2)
                 if bad:
-                    return self.violation(bad, fp2)
+                    return search.violation(bad, fp2)
                 queue.append(item)
             else:
                 self.arrive(fp2, sleep, queue)
         if first and not busy:
-            bad = self.check_quiescent(view)
+            bad = search.check_quiescent(view)
             if bad:
-                return self.violation(bad, fp)
+                return search.violation(bad, fp)
         return None
 
     def arrive(self, fp: bytes, sleep: dict, queue: deque) -> None:
@@ -135,19 +195,16 @@ class SleepSets:
             pending = self.again.get(fp)
             if pending is None:
                 self.again[fp] = set(missing)
-                self.requeue(fp, queue)
+                queue.append(self.items[fp])      # expanded again, for `again`
             else:
                 pending |= missing
 
-    def requeue(self, fp: bytes, queue: deque) -> None:
-        """Queue world fp, expanded already, to be expanded again (`again`)."""
-        queue.append(fp)
-
-    def verify_landings(self) -> None:
+    def finish(self, search) -> None:
+        """The search is over: --check-por's landings."""
         for fp, key, fp2 in self.landings:
-            if fp2 not in self.parent:
-                keys, fps = self.path(fp)
-                steps = self.trace(keys + [key], fps)
+            if fp2 not in search.parent:
+                keys, fps = search.path(fp)
+                steps = search.trace(keys + [key], fps)
                 raise PorCheckFailed(
                     f"--check-por: the step <{steps[-1].label}> skipped from state "
                     f"{len(keys) + 1} of the path below leads to a world the reduced search "
@@ -155,147 +212,3 @@ class SleepSets:
                     "something they share)\n" + "\n".join(
                         f"  {i}: {s.label or '<Initial predicate>'}"
                         for i, s in enumerate(steps, 1)))
-
-
-class ReducedBreadthFirst(SleepSets, BreadthFirst):
-    """BreadthFirst with sleep sets, one worker."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._at: tuple | None = None          # (world, its traits) while it is expanded
-
-    def finish(self) -> Outcome:
-        """The search is over (BreadthFirst._run): --check-por's landings first."""
-        self.verify_landings()
-        return super().finish()
-
-    def expand(self, fp: bytes, held, queue: deque) -> Outcome | None:
-        depth = self.parent[fp][2]
-        first = fp not in self.expanded
-        if self.max_depth is not None and depth >= self.max_depth:
-            if held is not None:
-                held.close()
-            self.stats.unexplored += first
-            self.expanded.add(fp)
-            return None
-        held, keys, fps, view, actions, fair_key = self.open_world(fp, held)
-        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
-        take = self.to_take(fp, actions, first)
-        self.again.pop(fp, None)
-        self.expanded.add(fp)
-        taken = {a.key for a in take}
-        skipped = [a for a in actions if a.key not in taken] if first else []
-        # skipped: not taken from this world, ever (taken again: no longer skipped)
-        self.stats.slept += len(skipped) if first else -len(take)
-        checked = skipped if self.check else []
-        todo = take + checked
-        if not todo:
-            if actions:
-                held.close()
-            return self.merge_reduced(fp, view, depth, actions, base, first, iter(()), queue)
-        self._at = (fp, held.traits())
-        self._steps = {}
-        if self.fast:
-            successors = self._copied(held, keys, fps, todo, depth, {a.key for a in checked})
-        else:
-            successors = self._replayed(held, keys, fps, todo)
-        return self.merge_reduced(fp, view, depth, actions, base, first, successors, queue,
-                                  {a.key for a in checked})
-
-    # -- taking the steps ------------------------------------------------------------
-    def step(self, system, keys, fps, key, close: bool = True):
-        label, fp2, view2 = super().step(system, keys, fps, key, close=False)
-        try:
-            at, before = self._at
-            self._steps[key] = Footprint(system.changed(before), fp2 == at)
-        finally:
-            if close:
-                system.close()
-        return label, fp2, view2
-
-    def _replayed(self, held, keys, fps, todo):
-        for i, action in enumerate(todo):
-            system = held if i == 0 else replay(self.model, keys, fps)[0]
-            _, fp2, view2 = self.step(system, keys, fps, action.key)
-            yield action.key, fp2, view2, fp2
-
-    def _copied(self, held, keys, fps, todo, depth, checked: set):
-        def step(system, key):
-            return self.step(system, keys, fps, key, close=False)
-        for key, system, (_, fp2, view2) in steps_by_copy(self.model, held, keys, fps,
-                                                          [a.key for a in todo], step,
-                                                          self.stats):
-            if fp2 in self.parent or key in checked:
-                system.close()
-            else:
-                self.keep(fp2, system, depth + 1)
-            yield key, fp2, view2, fp2
-
-
-
-class _ReducedPool(SleepSets):
-    """Sleep sets with --workers (mixed in before ParallelBreadthFirst or its --fast
-    subclass): the parent keeps the sleep sets and merges in breadth-first order, as
-    one worker does, so the counts are one worker's. A world's steps are handed out
-    when it leaves the queue, for the actions not asleep then; its sleep set can only
-    lose actions before it is merged, and those are taken then, as one more job, so
-    that the merge takes what one worker would have taken at that point."""
-    por = True                  # the workers say what each step touched
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._items: dict[bytes, tuple] = {}    # world -> its queue item (to queue again)
-
-    def requeue(self, fp: bytes, queue: deque) -> None:
-        queue.append(self._items[fp])
-
-    def _bounded(self, fp) -> None:
-        self.stats.unexplored += fp not in self.expanded
-        self.expanded.add(fp)
-
-    def _hand_out(self, fp, view, actions, depth) -> tuple:
-        """Hand out world fp's steps for what is not asleep now (ParallelBreadthFirst's
-        loop; fp's queue item kept, for `requeue`)."""
-        self._items.setdefault(fp, (fp, view, actions))
-        first = fp not in self.expanded
-        take = self.to_take(fp, actions, first)
-        return fp, view, actions, depth, self._submit(fp, take, depth), first, take
-
-    def _merge_handed(self, handed: tuple, queue) -> Outcome | None:
-        fp, view, actions, depth, jobs, first, take = handed
-        return self._merge_reduced_world(fp, view, actions, depth, first, take, jobs, queue)
-
-    def _merge_reduced_world(self, fp, view, actions, depth, first, take, jobs, queue):
-        """Merge world fp's steps: those its sleep set lets through now (handed out
-        then, or now for what it lost since)."""
-        need = self.to_take(fp, actions, first)
-        self.again.pop(fp, None)
-        self.expanded.add(fp)
-        self.stats.slept += len(actions) - len(need) if first else -len(need)
-        base = dict(self.asleep.get(fp, {})) if self.reduce else {}
-        handed = {a.key: job for a, job in zip(take, jobs)}
-        late = [a for a in need if a.key not in handed]
-        if late:                                  # lost from its sleep set since
-            handed.update(zip((a.key for a in late), self._submit(fp, late, depth)))
-
-        def successors():
-            for action in need:
-                result = self._result(handed[action.key])
-                if result[0] == "raise":
-                    raise result[1]
-                _, label, fp2, view2, actions2, touched = result
-                self.stats.generated += 1
-                self._steps[action.key] = Footprint(touched, fp2 == fp)
-                item = (fp2, view2, actions2)
-                if fp2 not in self._items:
-                    self._items[fp2] = item
-                yield action.key, fp2, view2, item
-        return self.merge_reduced(fp, view, depth, actions, base, first, successors(), queue)
-
-
-class ReducedParallelBreadthFirst(_ReducedPool, ParallelBreadthFirst):
-    """--por --no-fast --workers N."""
-
-
-class ReducedFastParallelBreadthFirst(_ReducedPool, FastParallelBreadthFirst):
-    """--por --workers N (worlds copied)."""

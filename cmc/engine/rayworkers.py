@@ -1,9 +1,9 @@
 """`--ray ADDRESS`: the workers of `--workers N` as Ray actors (issue 18, first part).
 
-The search is parallel.py's, unchanged: the parent keeps the visited map, the queue
-and the properties, hands out the same self-contained jobs and merges the answers in
-the order the jobs were made, so counts and counterexamples are one worker's. Only
-the transport differs: a job goes to an actor's `handle` (which runs the same
+`RayPool` is the executor of pool.py with another transport: the parent keeps the
+visited map, the queue and the properties, hands out the same self-contained jobs and
+merges the answers in the order the jobs were made, so counts and counterexamples are
+one worker's. Only the transport differs: a job goes to an actor's `handle` (which runs the same
 ReplayHandler or FastHandler a worker process runs) and its answer comes back as a
 Ray future, waited for with `ray.wait`. Ray is imported only here, and only when
 `--ray` is given (`pip install 'cmc[ray]'`).
@@ -29,7 +29,8 @@ from collections import deque
 
 from ..errors import UnsupportedMachine, UsageError
 from .model import EngineLimit
-from .parallel import Accounted, FastParallelBreadthFirst, ParallelBreadthFirst, _Worker, timed
+from .parallel import Accounted, _Worker, timed
+from .pool import WorkerPool
 
 
 def _ray():
@@ -134,7 +135,7 @@ class RayWorker(Accounted):
             # the actor died, or its machine did with answers held in its object store
             orphans = [(b, m) for b, _, m in self.waiting]
             self.waiting.clear()
-            self.owner._lost(self, orphans)
+            self.owner.lost(self, orphans)
             return
         self.waiting.popleft()
         self.account(answer, seconds)
@@ -153,11 +154,17 @@ class RayWorker(Accounted):
         self.ray.kill(self.actor)
 
 
-class _OnRay:
-    ray_address = "local"
-    machine_check = None        # what each machine must have (cmc/machines.py), from check.py
+class RayPool(WorkerPool):
+    """--ray ADDRESS: the pool's workers as Ray actors, each checked on its machine
+    (`machine_check`: what each machine must have, cmc/machines.py, from check.py)."""
 
-    def _lost(self, dead: RayWorker, orphans: list) -> None:
+    def __init__(self, workers: int, worker_model, ray_address: str = "local",
+                 machine_check=None):
+        super().__init__(workers, worker_model)
+        self.ray_address = ray_address
+        self.machine_check = machine_check
+
+    def lost(self, dead: RayWorker, orphans: list) -> None:
         """An actor died: its unanswered jobs go to the live ones (without the list of
         snapshots to drop, which were the dead one's), the worlds it kept are
         forgotten. With none left, every box says so (the search ends, exit 3)."""
@@ -167,8 +174,7 @@ class _OnRay:
             dead.ray.kill(dead.actor)           # if only its answers were lost
         except Exception:       # noqa: BLE001 — it is dead already
             pass
-        for fp in [fp for fp, w in getattr(self, "holder", {}).items() if w is dead]:
-            del self.holder[fp]
+        self.jobs.forget(dead)
         print(f"cmc: Ray actor {dead.index} (on {dead.host}) was lost; its "
               f"{len(orphans)} unanswered job{'s' if len(orphans) != 1 else ''} went to the "
               f"{len(self.pool)} left", file=sys.stderr)
@@ -180,18 +186,11 @@ class _OnRay:
         for box, message in orphans:
             if isinstance(message, tuple) and len(message) == 7:    # FastHandler's: drop
                 message = message[:6] + ([],)
-            live = min(self.pool, key=lambda w: (len(w.waiting), w.index))
+            live = self.least_busy()
             live.send(message, box)
-            self._moved[id(box)] = live
+            self.moved[id(box)] = live
 
-    def _result(self, handle):
-        job = getattr(handle, "job", None)          # --fast: note who now holds it
-        moved = self._moved.pop(id(job.box), None) if job is not None else None
-        if moved is not None:
-            job.worker = moved
-        return super()._result(handle)
-
-    def _start_pool(self, target, handler, args_of) -> list:
+    def start(self, handler, args_of) -> list:
         """The actors, each checked on its machine (docs/distributed.md): a machine
         that lacks cmc, a program or a file is a usage error naming it and them."""
         ray = connect(self.ray_address)
@@ -200,7 +199,6 @@ class _OnRay:
             disconnect()
             raise UsageError(f"cmc: --ray: --workers {self.workers} needs {self.workers} "
                              f"CPUs (one per actor); the Ray cluster has {cpus}")
-        self._moved: dict = {}
         pool = [RayWorker(ray, i, handler, args_of(i), self) for i in range(self.workers)]
         try:
             for w in pool:
@@ -229,27 +227,20 @@ class _OnRay:
                                  "commands name, at the same paths as here "
                                  "(docs/distributed.md).")
         except BaseException:
-            self._stop_pool(pool)
+            self.stop(pool)
             raise
         return pool
 
-    def _stop_pool(self, pool: list) -> None:
+    def stop(self, pool: list) -> None:
         try:
             for w in pool:
                 w.stop()
         finally:
             disconnect()
 
-    def _ready(self, busy: list) -> list:
+    def ready(self, busy: list) -> list:
         busy = [w for w in busy if w in self.pool]
         heads = [w.waiting[0][1] for w in busy]
         done, _ = busy[0].ray.wait(heads, num_returns=1)
         return [busy[heads.index(done[0])]]
 
-
-class RayBreadthFirst(_OnRay, ParallelBreadthFirst):
-    """--ray --no-fast: replay workers as actors."""
-
-
-class FastRayBreadthFirst(_OnRay, FastParallelBreadthFirst):
-    """--ray (copying): workers that keep snapshots, as actors."""

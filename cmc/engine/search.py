@@ -1,5 +1,18 @@
-"""What every search strategy shares: the properties sorted by when they are
-checked, the visited map, traces, and the checks made at the end of a search.
+"""A search, composed of parts chosen when it is made (cmc/check.py, `make_search`),
+and what every search shares: the properties sorted by when they are checked, the
+visited map, traces, and the checks made at the end of a search.
+
+The parts:
+
+- an *order*, which runs the search: which world is expanded next, and what is done
+  with the worlds its steps reach (bfs.BreadthFirst: a queue, merged in order;
+  dfs.DepthFirst: a stack, to a depth bound; simulate.Walks: seeded random walks);
+- a *world source*, how the steps from a world are taken (worlds.Replaying: on replays
+  from launch; worlds.Copying, --fast: on copies of it);
+- an *executor*, where they are taken (worlds.InProcess: here; pool.WorkerPool,
+  --workers N: worker processes; rayworkers.RayPool, --ray: Ray actors); only the
+  breadth-first order hands its steps to workers;
+- a *reduction*, or None (por.SleepSets, --por: of a breadth-first search).
 
 When each kind of property is checked (docs/cmc.md, "Properties: when each is checked"):
 
@@ -20,6 +33,7 @@ from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import (INVARIANT_KINDS, EngineLimit, Model, Outcome, Property, Reporter, Stats,
                     Step)
 from .replay import NOT_KEPT, explained, recheck, recheck_initial, replay, take_step
+from .worlds import InProcess, Replaying
 
 DEFAULT_LIVE_STEPS = 100
 PROGRESS_EVERY = 0.25   # seconds between progress events: a live display stays smooth;
@@ -39,8 +53,15 @@ class Search:
     more_room = no_more_room
 
     def __init__(self, model: Model, properties: list[Property], reporter: Reporter,
+                 order, worlds=None, executor=None, reduction=None, *,
                  max_depth: int | None = None, max_states: int | None = None,
-                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS, fast: bool = False):
+                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS):
+        self.order = order
+        self.worlds = worlds or Replaying()
+        self.executor = executor or InProcess()
+        self.reduction = reduction
+        if not self.executor.local and not order.pools:
+            raise ValueError(f"{type(order).__name__} takes its steps in this process")
         self.model = model
         self.props = list(properties)
         self.reporter = reporter
@@ -57,21 +78,24 @@ class Search:
         # is the order in which worlds were found.
         self.parent: dict[bytes, tuple[bytes | None, tuple | None, int]] = {}
         self.stats = Stats()
-        self.fast = fast
-        self.snapshots: dict = {}      # --fast: world -> a live system at it, to copy
+        self.snapshots: dict = {}      # world -> a live system at it, to expand it from
+        self.merges = None             # --check-merges (bfs.py)
         self._last_progress = time.monotonic()
+        order.configure(self)
+        if reduction is not None:
+            reduction.configure(self)
 
     def run(self) -> Outcome:
-        """The search (`_run`); whatever way it ends, the snapshots it kept are closed."""
+        """The search (its order's), with its executor running (workers are started
+        before anything is launched); whatever way it ends, the snapshots it kept are
+        closed."""
         try:
-            return self._run()
+            with self.executor.running(self):
+                return self.order.run(self)
         finally:
             for system in self.snapshots.values():
                 system.close()
             self.snapshots.clear()
-
-    def _run(self) -> Outcome:
-        raise NotImplementedError
 
     def keep(self, fp: bytes, system, depth: int) -> None:
         """--fast: keep `system`, at world `fp` (of depth `depth`) that the search
@@ -100,6 +124,7 @@ class Search:
 
     def before_progress(self) -> None:
         """Bring what the progress shows up to date (the workers' accounts)."""
+        self.executor.before_progress(self)
 
     # -- the visited map -------------------------------------------------------------
     def path(self, fp: bytes) -> tuple[list[tuple], list[bytes]]:
@@ -149,17 +174,17 @@ class Search:
             return None, fp0, view0, self.violation(bad, fp0)
         return system, fp0, view0, None
 
-    def open_world(self, fp: bytes, system):
-        """The world `fp` to expand: `system` if already there, else a replay of its
-        path. Returns (system, keys, fps, view, actions, fair key); the system is
-        closed when no action is enabled."""
+    def open_world(self, fp: bytes):
+        """The world `fp` to expand: its snapshot if one was kept, else a replay of its
+        path. Returns (system, keys, fps, view, actions); the system is closed when no
+        action is enabled."""
         keys, fps = self.path(fp)
+        system = self.snapshots.pop(fp, None)
         if system is None:
-            system = self.snapshots.pop(fp, None)
-        if system is None:
-            if self.fast:
+            copies = self.worlds.copies
+            if copies:
                 self.stats.relaunched += 1
-            system, _ = replay(self.model, keys, fps, why=NOT_KEPT if self.fast else None)
+            system, _ = replay(self.model, keys, fps, why=NOT_KEPT if copies else None)
         try:
             view = system.view()
             actions = system.actions()
@@ -168,8 +193,7 @@ class Search:
             raise
         if not actions:
             system.close()
-        fair_key = self.live.expanded(fp, actions) if self.live.props else None
-        return system, keys, fps, view, actions, fair_key
+        return system, keys, fps, view, actions
 
     # -- checks ------------------------------------------------------------------------
     def check_state(self, fp: bytes, view: dict) -> Property | None:
@@ -198,9 +222,17 @@ class Search:
     def step(self, system, keys: list[tuple], fps: list[bytes], key: tuple,
              close: bool = True):
         """Apply `key` to `system` (at the world reached by `keys`) and close it
-        (unless not `close`); under --det take the same step again from a fresh
-        launch. Returns (label, fingerprint, view) of the world after the step."""
-        label, fp2, view2 = take_step(system, key, close=close)
+        (unless not `close`); --por notes what the step touched; under --det take the
+        same step again from a fresh launch. Returns (label, fingerprint, view) of the
+        world after the step."""
+        watched = self.reduction is not None and self.reduction.watching
+        label, fp2, view2 = take_step(system, key, close=close and not watched)
+        if watched:
+            try:
+                self.reduction.stepped(system, key, fp2)
+            finally:
+                if close:
+                    system.close()
         self.stats.generated += 1
         if self.det:
             recheck(self.model, keys, fps, key, label, fp2, view2)
@@ -238,14 +270,19 @@ class Search:
         return self.final_checks() or Outcome("ok", self.stats,
                                               bounded=self.stats.unexplored > 0)
 
-    def final_checks(self) -> Outcome | None:
-        """After the safety search: witnesses never reached, then `eventually` from
-        every world in the order found."""
+    def unreached(self) -> Outcome | None:
+        """The first witness never reached, if any."""
         for p in self.state_props:
             if p.kind == "witness" and p.name not in self.witnessed:
                 return Outcome("violated", self.stats, p, [])
-        if not self.live.props:
-            return None
+        return None
+
+    def final_checks(self) -> Outcome | None:
+        """After the safety search: witnesses never reached, then `eventually` from
+        every world in the order found."""
+        unreached = self.unreached()
+        if unreached is not None or not self.live.props:
+            return unreached
         for fp in list(self.parent):
             keys, fps = self.path(fp)
             failure = self.live.check(fp, lambda k=keys, f=fps: replay(self.model, k, f)[0])

@@ -1,4 +1,7 @@
-"""Seeded random walks (`--simulate --seed S --walks W`).
+"""Seeded random walks (`--simulate --seed S --walks W`): the order of a search
+(search.py), in this process. A walk moves one system forward, so it never needs a
+second one at a world: its world source is not used (under --det each step is taken
+again on a replay, which replaces the walk's system).
 
 Walk i (from 0) draws its actions with its own generator seeded S + i, so a walk
 is reproduced alone by `--seed S+i --walks 1`, whatever walks ran before it. A
@@ -22,74 +25,73 @@ import random
 
 from .model import EngineLimit, Outcome
 from .replay import recheck, replay
-from .search import Search
 
 DEFAULT_WALK_DEPTH = 100   # TLC's own default for -simulate -depth
 
 
-class Simulation(Search):
-    def __init__(self, *args, seed: int, walks: int, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.max_depth is None:
-            self.max_depth = DEFAULT_WALK_DEPTH
+class Walks:
+    pools = False           # its steps are taken in this process
+
+    def __init__(self, seed: int, walks: int):
         self.seed = seed
         self.walks = walks
         self.seen: set[bytes] = set()
 
-    def run(self) -> Outcome:
+    def configure(self, search) -> None:
+        if search.max_depth is None:
+            search.max_depth = DEFAULT_WALK_DEPTH
+
+    def run(self, search) -> Outcome:
         for w in range(self.walks):
             seed = self.seed + w
-            outcome = _Walk(self, random.Random(seed)).run()
-            self.stats.walks += 1
+            outcome = _Walk(search, self, random.Random(seed)).run()
+            search.stats.walks += 1
             if outcome is not None:
                 outcome.walk, outcome.seed = w + 1, seed
                 return outcome
-            self.reporter.progress(self.stats)
-        outcome = None
-        for p in self.state_props:
-            if p.kind == "witness" and p.name not in self.witnessed:
-                outcome = Outcome("violated", self.stats, p, [])
-                break
-        return outcome or Outcome("ok", self.stats)
+            search.reporter.progress(search.stats)
+        return search.unreached() or Outcome("ok", search.stats)
 
-    def new_world(self, fp: bytes, view: dict):
+    def new_world(self, search, fp: bytes, view: dict):
         """Count a generated world; check it if no walk has been there before."""
-        self.stats.generated += 1
+        stats = search.stats
+        stats.generated += 1
         if fp in self.seen:
             return None
         self.seen.add(fp)
-        self.stats.distinct += 1
-        if self.stats.generated == 1:
-            self.reporter.initial(self.stats)
-        if self.max_states is not None and self.stats.distinct > self.max_states:
-            raise EngineLimit(f"state cap exceeded: more than {self.max_states} distinct "
+        stats.distinct += 1
+        if stats.generated == 1:
+            search.reporter.initial(stats)
+        if search.max_states is not None and stats.distinct > search.max_states:
+            raise EngineLimit(f"state cap exceeded: more than {search.max_states} distinct "
                               "states (--max-states); raise the cap or lower the budgets")
-        return self.check_state(fp, view)
+        return search.check_state(fp, view)
 
 
 class _Walk:
-    def __init__(self, sim: Simulation, rng: random.Random):
-        self.sim = sim
+    def __init__(self, search, walks: Walks, rng: random.Random):
+        self.search = search
+        self.walks = walks
         self.rng = rng
         self.keys: list[tuple] = []
         self.fps: list[bytes] = []
         self.system = None
 
     def run(self) -> Outcome | None:
-        sim = self.sim
-        self.system = sim.model.fresh()
+        search = self.search
+        self.system = search.model.fresh()
         try:
             fp = self.system.fingerprint()
             view = self.system.view()
             self.fps.append(fp)
-            bad = sim.new_world(fp, view)
+            bad = self.walks.new_world(search, fp, view)
             if bad:
                 return self.violated(bad)
-            while len(self.fps) < sim.max_depth:
+            while len(self.fps) < search.max_depth:
                 actions = self.system.actions()
                 if not actions:
                     break
-                if sim.quiescent_props and not any(a.moves_messages for a in actions):
+                if search.quiescent_props and not any(a.moves_messages for a in actions):
                     outcome, moved = self.try_fires(actions, view)
                     if outcome is not None:
                         return outcome
@@ -103,7 +105,7 @@ class _Walk:
                 if outcome is not None:
                     return outcome
             self.ended()
-            if sim.live.props:
+            if search.live.props:
                 return self.eventually()
             return None
         finally:
@@ -111,20 +113,20 @@ class _Walk:
 
     def take(self, key: tuple, view: dict):
         """One step of the walk; returns (outcome or None, the world's view after)."""
-        sim = self.sim
+        search = self.search
         label = self.system.apply(key).label
         fp2 = self.system.fingerprint()
         view2 = self.system.view()
-        if sim.det:
+        if search.det:
             self.close()
-            recheck(sim.model, self.keys, self.fps, key, label, fp2, view2)
-            self.system, _ = replay(sim.model, self.keys + [key], self.fps + [fp2])
+            recheck(search.model, self.keys, self.fps, key, label, fp2, view2)
+            self.system, _ = replay(search.model, self.keys + [key], self.fps + [fp2])
         self.keys.append(key)
         self.fps.append(fp2)
-        bad = sim.check_transition(view, view2)
+        bad = search.check_transition(view, view2)
         if bad:
             return self.violated(bad), view2
-        bad = sim.new_world(fp2, view2)
+        bad = self.walks.new_world(search, fp2, view2)
         if bad:
             return self.violated(bad), view2
         return None, view2
@@ -134,38 +136,38 @@ class _Walk:
         Returns (outcome or None, whether the walk moved to another world)."""
         fp = self.fps[-1]
         for action in actions:
-            if not action.fires or len(self.fps) >= self.sim.max_depth:
+            if not action.fires or len(self.fps) >= self.search.max_depth:
                 continue
             outcome, view = self.take(action.key, view)
             if outcome is not None:
                 return outcome, True
             if self.fps[-1] != fp:
                 return None, True
-        if len(self.fps) >= self.sim.max_depth and any(a.fires for a in actions):
+        if len(self.fps) >= self.search.max_depth and any(a.fires for a in actions):
             return None, True     # the walk ended before the world's FIREs were all tried
-        bad = self.sim.check_quiescent(view)
+        bad = self.search.check_quiescent(view)
         if bad:
             return self.violated(bad), False
         return None, False
 
     def eventually(self) -> Outcome | None:
-        sim = self.sim
+        search = self.search
         system, self.system = self.system, None
-        failure = sim.live.check(self.fps[-1], lambda: system)
+        failure = search.live.check(self.fps[-1], lambda: system)
         system.close()
         if failure is None:
             return None
-        return sim.live_violation(self.keys, self.fps, failure)
+        return search.live_violation(self.keys, self.fps, failure)
 
     def ended(self) -> None:
-        stats = self.sim.stats
+        stats = self.search.stats
         stats.depth = max(stats.depth, len(self.fps))
         stats.walk_lengths.append(len(self.fps))
 
     def violated(self, prop) -> Outcome:
         self.ended()
         self.close()
-        return Outcome("violated", self.sim.stats, prop, self.sim.trace(self.keys, self.fps))
+        return Outcome("violated", self.search.stats, prop, self.search.trace(self.keys, self.fps))
 
     def close(self) -> None:
         if self.system is not None:
