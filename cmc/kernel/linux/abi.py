@@ -1,6 +1,8 @@
 """Linux's ABI as the call handlers see it (x86_64): descriptor numbers cmc reserves,
 and the flag and option values of the calls it emulates. Syscall numbers are in the
-generated syscalls_x86_64.py."""
+generated syscalls_x86_64.py. The clock classes and the trap page's values below are
+also the C helper's: scripts/gen_syscalls.py --abi-header writes them into
+csrc/cmc_abi.h (test/test_csrc.py checks it is current)."""
 from __future__ import annotations
 
 # Descriptors: virtual sockets are numbered from VFD_BASE (real ones stay below it,
@@ -38,6 +40,8 @@ RLIMIT_NOFILE = 7
 # time and processes
 CLOCK_REALTIME, CLOCK_MONOTONIC = 0, 1
 REALTIME_CLOCKS = {0, 5, 8, 11}          # REALTIME, _COARSE, _ALARM, TAI
+MONOTONIC_CLOCKS = {1, 4, 6, 7, 9}       # MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM
+CPUTIME_CLOCKS = {2, 3}                  # PROCESS_CPUTIME_ID, THREAD_CPUTIME_ID
 TIMER_ABSTIME = 1
 
 # The TSC trap (docs/design.md, "The TSC is cmc's"): the page the C helper maps into
@@ -46,10 +50,10 @@ TIMER_ABSTIME = 1
 # for SIGSEGV.
 TRAP_PAGE, TRAP_PAGE_SIZE = 0x7E5A00000000, 4096
 # ... and in it, a `syscall` the filter lets through unnotified: where cmc makes the
-# calls it injects into a node's stopped threads (csrc's TRAP_UNTRACED_AT)
+# calls it injects into a node's stopped threads (csrc's CMC_TRAP_UNTRACED_AT)
 TRAP_UNTRACED_AT = 0xFF0
 # ... and a second, called by the code there that makes a copy's threads (csrc's
-# TRAP_BIRTH_AT), and the memory of the process's own that code uses, after the page
+# CMC_TRAP_BIRTH_AT), and the memory of the process's own that code uses, after the page
 TRAP_BIRTH_AT = 0xFE0
 TRAP_SCRATCH, TRAP_SCRATCH_SIZE = TRAP_PAGE + TRAP_PAGE_SIZE, 128 * 1024
 CLOCK_TSC, CLOCK_SEGV_ACTION = 0x434D4354, 0x434D4353
