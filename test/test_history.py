@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from conftest import MODELS, ROOT, counts, run_cmc, without_timestamps
+from conftest import MODELS, ROOT, counts, run_cmc
 
 BUILD = ROOT / "demo" / "build"
 

@@ -4,8 +4,6 @@ filter with arguments that would do nothing natively, stops the run with exit 3 
 the node, the call and its arguments; a signal to the node's own child runs."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from conftest import PROGS, run_cmc

@@ -99,5 +99,5 @@ def test_an_af_unix_name_outside_the_directory_is_refused(tmp_path, where, statu
     if status:
         said = ("an AF_UNIX socket at /tmp/cmc-unix-test.sock, outside its directory"
                 if where.startswith("/") else "an abstract AF_UNIX name")
-        assert f"called bind(" in r.stdout and said in r.stdout, r.stdout
+        assert "called bind(" in r.stdout and said in r.stdout, r.stdout
     assert not os.path.exists("/tmp/cmc-unix-test.sock")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import PROGS, counts, run_cmc, without_timestamps
+from conftest import PROGS, run_cmc, without_timestamps
 
 # the monotonic clock starts at 1000 s (docs/target-contract.md, "Time"): a 1 GHz counter
 START = 1000 * 10**9
