@@ -2,8 +2,9 @@
 world (network, disk, clients, actions) -> calls (the handlers, dispatch) -> proc
 (node, scheduler, threads, copying) -> cluster -> maelstrom (a cluster of Maelstrom
 nodes), with no import inside a function, no
-cycle, and no module of cmc/ over 600 lines (docs/design.md, "How the code is laid
-out": a file past that is two ideas). test_layers.py holds the rooms' allow-lists."""
+cycle, and no module of cmc/ over 600 lines unless it is listed with why it is one idea
+(docs/design.md, "How the code is written"). test_layers.py holds the rooms'
+allow-lists."""
 from __future__ import annotations
 
 import ast
@@ -54,11 +55,32 @@ def test_every_module_is_in_a_room_and_no_room_reaches_up():
     assert {m.split(".")[0] for m in g} == set(ROOMS)      # not vacuous: every room used
 
 
-def test_no_module_over_600_lines():
-    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "cmc").rglob("*.py")
+# A module past LONG lines is a review trigger, not a wall: one that stays longer is
+# listed here with why it is one idea (docs/design.md, "How the code is written").
+LONG = 600
+LONG_BUT_ONE_IDEA: dict[str, str] = {
+    # "cmc/path/module.py": "why it is one idea",
+}
+
+
+def long_modules() -> dict[str, int]:
+    """The modules of cmc/ over LONG lines (the generated syscall table aside)."""
+    return {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "cmc").rglob("*.py"))
             if p.name != "syscalls_x86_64.py"          # generated
-            and (n := len(p.read_text().splitlines())) > 600}
-    assert long == {}
+            and (n := len(p.read_text().splitlines())) > LONG}
+
+
+def test_a_module_over_600_lines_says_why_it_is_one_idea():
+    """Every module over 600 lines is in LONG_BUT_ONE_IDEA with a reason, and every entry
+    there is still over 600 lines (a stale entry goes once its module is cut)."""
+    long = long_modules()
+    unexplained = sorted(set(long) - set(LONG_BUT_ONE_IDEA))
+    assert unexplained == [], (
+        f"over {LONG} lines: {', '.join(f'{m} ({long[m]})' for m in unexplained)}: cut it in "
+        "two, or list it in LONG_BUT_ONE_IDEA with why it is one idea")
+    stale = sorted(set(LONG_BUT_ONE_IDEA) - set(long))
+    assert stale == [], f"listed in LONG_BUT_ONE_IDEA but not over {LONG} lines: {stale}"
+    assert all(why.strip() for why in LONG_BUT_ONE_IDEA.values())
 
 
 def test_the_design_doc_shows_the_graph_the_code_has():
