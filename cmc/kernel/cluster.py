@@ -3,39 +3,38 @@
 The engine knows a system only through: `launch()` (State 1), `actions()` (the
 enabled environment actions, in a fixed order), `apply(key)`, `fingerprint()`
 and `view()`. This module turns those into process launches, deliveries,
-resets, timeouts and kills, and computes what a world is (docs/target-contract.md,
-"Worlds and actions"; docs/design.md, "The world and its fingerprint").
+resets, timeouts and kills; what a world is, its fingerprint and views, is
+world/view.py (docs/target-contract.md, "Worlds and actions").
+
+The cluster makes, once, the world's network (of the kind it is given: Maelstrom's for
+a world of Maelstrom nodes, kernel/maelstrom.py), its setting (world/setting.py: what
+every node is handed of the world) and the ledger of what its clients saw; nodes and
+handlers reach the world only through those.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-import xxhash
-
 from ..errors import EngineError
 from ..interrupts import interrupts_held
 from .calls import shm
-from .calls.dispatch import dispatch
 from .calls.quiet import shows
-from .calls.sockets import close_vfd
 from .proc.fork import drop_root, fork_world, hold_root
 from .proc.node import Node
-from .world import clock, peers, traits
+from .world import clock, traits, view
 from .world.actions import (Action, ClientStart, Crash, DatagramAction, Fire, MessageAction,
                             ResetChannel, describe_key)
-from .world.clients import Client
+from .world.clients import Client, Ledger
 from .world.content import compact
-from .world.net import CONNECT, DATA, Connection, Msg, Network, Owner, Told, fmt_addr
+from .world.net import CONNECT, DATA, Network, Owner, Told
+from .world.setting import Setting
+from .world.view import digest
 
-
-def digest(data: bytes) -> bytes:
-    """The 128-bit hash of a text that a world's fingerprint is (xxh3-128)."""
-    return xxhash.xxh3_128_digest(data)
+__all__ = ["ClientSpec", "Cluster", "ClusterSpec", "NodeSpec", "digest"]
 
 
 @dataclass(frozen=True)
@@ -78,37 +77,41 @@ class ClusterSpec:
     peers: dict = field(default_factory=dict)
 
 
-class Cluster:
-    dispatch = staticmethod(dispatch)     # how its nodes' calls are answered
+def _of_setting(name: str) -> property:
+    """A field of the world's setting, read and set through the cluster."""
+    return property(lambda self: getattr(self.setting, name),
+                    lambda self, value: setattr(self.setting, name, value))
 
-    def __init__(self, spec: ClusterSpec, workroot: str):
+
+class Cluster:
+    def __init__(self, spec: ClusterSpec, workroot: str, network: type = Network):
         self.spec = spec
         self.workroot = workroot
-        self.outdir = os.path.join(workroot, "out")
-        for d in (self.outdir, os.path.join(workroot, "nodes")):
+        outdir = os.path.join(workroot, "out")
+        for d in (outdir, os.path.join(workroot, "nodes")):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
-        self.net = Network(spec.channel_cap, bag=spec.network == "bag")
-        self.virtual = spec.time == "virtual"
-        self.watchdog_s = spec.watchdog_s
-        self.nodes: list[Node] = []
+        self.net = network(spec.channel_cap, bag=spec.network == "bag")
+        self.setting = Setting(spec, self.net, outdir)
+        self.nodes: list[Node] = self.setting.nodes
         for i, ns in enumerate(spec.nodes):
             cwd = os.path.join(workroot, "nodes", f"{i}-{ns.name}")
             os.makedirs(cwd)
-            self.nodes.append(Node(self, i, ns.name, list(ns.argv), cwd))
+            self.nodes.append(Node(self.setting, i, ns.name, list(ns.argv), cwd))
         self.clients = [Client(i, c) for i, c in enumerate(spec.clients)]
+        self.ledger = Ledger(spec, self.setting)
+        self.net.attach(self.setting, self.ledger, self.clients)
         self.budgets = dict(spec.budgets)
-        self.replies: list[dict] = []
-        # With spec.history: every request a client put in flight (clients.py).
-        self.history: list[dict] = []
-        self.events = 0
-        self.step = 0
-        self.step_label = "launch"
-        self.recording = False         # keep a call log and per-step output (replay)
-        self.shift = 0                 # launch nodes with CMC_DET_PAD (node.det_pad)
-        self.calls: list[tuple[str, str]] = []
         self._out_offsets: dict[str, int] = {}
-        self.own_root: str | None = None     # a directory of this world (copying)
+
+    # The setting's figures, as the adapter and fork_world read and set them.
+    virtual = property(lambda self: self.setting.virtual)
+    step = property(lambda self: self.setting.step)
+    replies = property(lambda self: self.ledger.replies)
+    history = property(lambda self: self.ledger.history)
+
+    recording = _of_setting("recording")
+    shift = _of_setting("shift")
 
     def drain(self) -> dict:
         """What happened since the last drain: each node's emulated calls, and
@@ -116,12 +119,13 @@ class Cluster:
         with a page cache, what a CRASH in the step threw away ("lost") and the
         writes not yet durable ("unsynced")."""
         out = {n.name: {"calls": [], "stdout": "", "stderr": ""} for n in self.nodes}
-        for name, line in self.calls:
+        setting = self.setting
+        for name, line in setting.calls:
             out[name]["calls"].append(line)
-        self.calls = []
+        setting.calls = []
         for n in self.nodes:
             for inc in range(n.incarnation + 1):
-                base = os.path.join(self.outdir, f"{n.index}-{n.name}.{inc}")
+                base = os.path.join(setting.outdir, f"{n.index}-{n.name}.{inc}")
                 for stream in ("stdout", "stderr"):
                     path = f"{base}.{stream}"
                     start = self._out_offsets.get(path, 0)
@@ -139,75 +143,18 @@ class Cluster:
                 out[n.name]["unsynced"] = n.disk.unsynced()
         return out
 
-    # -- helpers the kernel uses ----------------------------------------------------
-    def where(self, node: Node) -> str:
-        return f"node {node.name} (step {self.step}, {self.step_label}): "
-
-    def output_path(self, node: Node) -> str:
-        return os.path.join(self.outdir, f"{node.index}-{node.name}.{node.incarnation}")
-
-    def stderr_tail(self, node: Node) -> str:
-        try:
-            with open(self.output_path(node) + ".stderr", "rb") as f:
-                tail = f.read()[-400:].decode(errors="replace").strip()
-        except OSError:
-            return ""
-        return f"; its stderr ends with:\n{tail}" if tail else ""
-
-    def ephemeral_port(self, node: Node) -> int | None:
-        """The port a node's socket gets when it names none (Network.ephemeral_port)."""
-        return self.net.ephemeral_port(node.index)
-
-    def name_of(self, owner: Owner) -> str:
-        return self.nodes[owner.node].name if owner.client is None else owner.client
-
     def client_named(self, name: str) -> Client:
         return next(c for c in self.clients if c.name == name)
 
-    def send(self, conn: Connection, side: int, msg: Msg) -> None:
-        """A node sends on its end of conn. Bytes to a ghost client are consumed
-        at once (no DELIVER, no DROP: docs/model-file.md, the `client` statement)."""
-        receiver = conn.end(1 - side)
-        if self.spec.peers and receiver is not None:
-            sender = conn.end(side).owner.node
-            if sender is not None and receiver.owner.node is not None:
-                self.check_peer(sender, receiver.owner.node, "sends to",
-                                conn.dst if side == 0 else conn.a.addr)
-        if receiver is not None and receiver.owner.client is not None:
-            client = self.client_named(receiver.owner.client)
-            if msg.kind == DATA:
-                client.receive(self, conn, msg.data)
-            else:
-                client.finished = True
-                receiver.closed = True
-                self.net.collect()
-            return
-        full = len(conn.chan[side]) >= self.net.channel_cap     # name the ends in the error
-        self.net.send(conn, side, msg, " -> ".join(self._chan_names(conn, side)) if full else "")
-
-    def check_peer(self, sender: int, receiver: int, what: str, addr) -> None:
-        """A `peers` line: node `sender` reaches node `receiver` (world/peers.py)."""
-        peers.check(self.spec.peers, [n.name for n in self.nodes], sender, receiver,
-                    self.where(self.nodes[sender]) + what, addr)
-
-    def process_exited(self, proc) -> None:
-        """A process of a node ended by itself: the kernel closes its descriptors (a
-        socket shared with another process lives on in that one)."""
-        for fd in sorted(proc.fds):
-            close_vfd(proc, fd)
-
-    def node_exited(self, node: Node) -> None:
-        """Every process of a node ended by itself (its descriptors are closed)."""
-        self.net.collect()
-
     # -- the engine's protocol -------------------------------------------------------
     def launch(self) -> None:
-        self.step, self.step_label = 0, "launch"
+        self.setting.step, self.setting.step_label = 0, "launch"
         for node in self.nodes:
             node.launch()
         for client in self.clients:
             if client.spec.after_ns is None:
                 self._start(client)
+        self.net.launched()
         self.settle()
         self.compact()
 
@@ -215,14 +162,14 @@ class Cluster:
         """A ghost client connects and puts its first request in flight."""
         dst = (client.spec.host, client.spec.port)
         client.conn = self.net.connect(Owner(client=client.name), client.addr, dst)
-        client.send_next(self)
+        client.send_next(self.ledger, self.net)
 
     def own(self, root: str, roots) -> None:
         """This world, launched in `root`, is one of many side by side (copying): the
         root goes when the world and every node directory in it are gone; `roots`
         (fork.Roots) makes the roots of node directories copied later."""
-        self.own_root = root
-        self.roots = roots
+        self.setting.own_root = root
+        self.setting.roots = roots
         hold_root(root)
         for node in self.nodes:
             node.root = root
@@ -252,8 +199,8 @@ class Cluster:
                 for node in self.nodes:
                     drop_root(node.root)
                     node.root = None
-                drop_root(self.own_root)
-                self.own_root = None
+                drop_root(self.setting.own_root)
+                self.setting.own_root = None
 
     def fork(self, root: str, saved: list | None = None) -> "Cluster":
         """A copy of this (quiescent) world, without a replay: see fork.py (`saved`:
@@ -270,30 +217,17 @@ class Cluster:
                 if node.tasks.try_wake():
                     progress = True
 
-    def _dst_name(self, conn: Connection) -> str:
-        if conn.b is not None:
-            return self.name_of(conn.b.owner)
-        found = self.net.listener_for(conn.dst)
-        return self.nodes[found[0]].name if found else fmt_addr(conn.dst)
-
-    def _chan_names(self, conn: Connection, side: int) -> tuple[str, str]:
-        a, b = self.name_of(conn.a.owner), self._dst_name(conn)
-        return (a, b) if side == 0 else (b, a)
-
-    def _dgram_names(self, d) -> tuple[str, str]:
-        found = self.net.udp_for(d.dst)
-        return self.nodes[d.src_node].name, self.nodes[found[0]].name if found else fmt_addr(d.dst)
-
     def actions(self) -> list[Action]:
         """The enabled actions of the environment, in a fixed order: deliveries,
-        drops, duplicates (within their budgets), timeouts, crashes."""
-        out: list[Action] = []
+        drops, duplicates (within their budgets), timeouts, crashes; a network of
+        another kind puts its own among them (Network.actions)."""
+        out: list[Action] = self.net.own_actions(self.budgets)
         conns = self.net.keyed()
         bag = self.net.bag
 
         def each_message(kind, conn_key, conn, only_data=False):
             for side in (0, 1):
-                src, dst = self._chan_names(conn, side)
+                src, dst = self.net.chan_names(conn, side)
                 for i, m in self.net.messages(conn, side):
                     if not only_data or m.kind == DATA:
                         out.append(MessageAction(kind, conn_key, side, i, src, dst, m.kind,
@@ -301,7 +235,7 @@ class Cluster:
 
         def each_dgram(kind):
             for group, d in dgrams:
-                out.append(DatagramAction(kind, group, *self._dgram_names(d), d.data))
+                out.append(DatagramAction(kind, group, *self.net.dgram_names(d), d.data))
         for key, conn in conns:
             each_message("DELIVER", key, conn)
         dgrams = self.net.dgram_groups()
@@ -313,7 +247,7 @@ class Cluster:
                 if bag and conn.established:
                     each_message("DROP", key, conn)
                 else:
-                    out.append(ResetChannel(key, *self._chan_names(conn, 0)))
+                    out.append(ResetChannel(key, *self.net.chan_names(conn, 0)))
             each_dgram("DROP")
         if bag and self.budgets.get("dup", 0) > 0:
             for key, conn in conns:
@@ -339,6 +273,8 @@ class Cluster:
                     out.append(Crash(node.index, node.name))
                 else:                           # fsync partial: j of the k reached disk
                     out += [Crash(node.index, node.name, j, k) for j in range(k + 1)]
+        if self.net.starts:                     # its clients' starts (time virtual)
+            out = self.net.with_starts(out, self.budgets)
         return out
 
     def apply(self, key: tuple) -> Action:
@@ -349,18 +285,29 @@ class Cluster:
                               f"step {self.step + 1} ({describe_key(key)}) is not enabled "
                               "any more; the program under check (or cmc) is not "
                               "deterministic")
-        self.step += 1
-        self.step_label = f"<{action.label}>"
+        self.setting.step += 1
+        self.setting.step_label = f"<{action.label}>"
+        self.net.reads = set()
+        if not self.net.take(action, self.budgets):
+            self._take(action)
+        self.net.collect()
+        self.settle()
+        self.net.collect()
+        self.compact()
+        return action
+
+    def _take(self, action: Action) -> None:
+        """What an action of the environment does to the world (before the nodes it
+        woke run: `settle`)."""
         net = self.net
-        net.reads = set()
         match action:
             case MessageAction(kind="DELIVER"):
                 conn = net.connection(action.conn)
                 self._tell(net.deliver(conn, action.side, action.index))
                 if self.spec.peers and action.msg == CONNECT and conn.b is not None \
                         and conn.a.owner.node is not None:
-                    self.check_peer(conn.a.owner.node, conn.b.owner.node, "connected to",
-                                    conn.dst)
+                    net.check_peer(conn.a.owner.node, conn.b.owner.node, "connected to",
+                                   conn.dst)
             case MessageAction(kind="DROP"):
                 self.budgets["drop"] -= 1
                 net.drop(net.connection(action.conn), action.side, action.index)
@@ -375,7 +322,7 @@ class Cluster:
                 if self.spec.peers:
                     found = net.udp_for(d.dst)
                     if found is not None:
-                        self.check_peer(d.src_node, found[0], "sent a datagram to", d.dst)
+                        net.check_peer(d.src_node, found[0], "sent a datagram to", d.dst)
                 self._tell(net.deliver_dgram(d))
             case DatagramAction(kind="DROP"):
                 self.budgets["drop"] -= 1
@@ -392,11 +339,6 @@ class Cluster:
                 self.budgets["crash"] -= 1
                 self._crash(self.nodes[action.node], *(() if action.reached is None
                                                        else (action.reached,)))
-        net.collect()
-        self.settle()
-        net.collect()
-        self.compact()
-        return action
 
     # -- time virtual: one clock (world/clock.py) -----------------------------------------
     def foldable(self) -> Fire | None:
@@ -406,7 +348,8 @@ class Cluster:
             return None
         fire = self.budgets.get("fire")
         due = clock.next_fire(self) if fire is None or fire > 0 else []
-        return due[0] if due and isinstance(due[0], Fire) else None
+        return self.net.foldable(due[0] if due and isinstance(due[0], Fire) else None,
+                                 self.budgets)
 
     def fold(self, action: Fire) -> bool:
         """Take FIRE `action` as part of the step before, its node stopping at its first
@@ -471,121 +414,20 @@ class Cluster:
         node.history.append(("CRASH",) + reached)
         node.launch()
 
-    # -- what a world is ------------------------------------------------------------
-    def node_value(self, node: Node):
-        """node[i]: volatile if this incarnation emitted on fd 3, else durable."""
-        if node.volatile_emitted:
-            return node.volatile
-        return node.durable
-
+    # -- what a world is (world/view.py) ------------------------------------------
     def fingerprint(self) -> bytes:
-        return digest(repr(self._world()).encode())
-
-    NODE_FIELDS = ("name", "alive", "incarnation", "state or input history", "durable state",
-                   "blocked call (what, timeout ns)",
-                   "files (their durable contents and unsynced writes, a digest)")
+        return view.fingerprint(self)
 
     def parts(self) -> list[tuple[str, dict]]:
-        """The world in named parts with named fields, for telling a person which
-        part of two worlds differs (the engine's `difference` reports the first field
-        that does): first what a trace shows of it (its view; the part named ""),
-        then everything the fingerprint covers."""
-        view = self.view()
-        shown = {}
-        for part in ("node", "durable", "alive", "crashes"):
-            for name, value in zip(view["node_names"], view[part]):
-                shown[f"{part}[{name}]"] = value
-        shown.update(replies=view["replies"], network=view["network"])
-        nodes, conns, dgrams, udp, listeners, clients, budgets, replies = self._world()
-        out = [("", shown)]
-        out += [(f"node {n[0]}", dict(zip(self.NODE_FIELDS[1:], n[1:]))) for n in nodes]
-        out += [(f"connection {c[0]}", dict(zip(("established", "refused", "channel out",
-                                                  "channel back", "one end", "other end"),
-                                                 c[1:]))) for c in conns]
-        out += [("datagrams in flight", {"datagrams": dgrams}),
-                ("UDP sockets", {"queues": udp}), ("listeners", {"listeners": listeners})]
-        out += [(f"client {c[0]}", {"next request": c[1], "finished": c[2], "partial line": c[3]})
-                for c in clients]
-        out += [("budgets", dict(budgets)), ("replies", {"replies": replies})]
-        return out
-
-    def _world(self) -> tuple:
-        def canon(v):
-            return json.dumps(v, sort_keys=True, separators=(",", ":"))
-
-        def ep_state(ep):
-            if ep is None:
-                return None
-            return (self.name_of(ep.owner), bytes(ep.rbuf), ep.eof, ep.reset, ep.reset_reported,
-                    ep.shut_wr, ep.closed, ep.accepted)
-        nodes = []
-        for n in self.nodes:
-            blocked = n.tasks.blocked_calls()
-            own = (canon(n.volatile) if n.volatile_emitted else "-") if n.ever_wrote_state \
-                else tuple(n.history)
-            disk = n.disk.digest(n.cwd) if n.ever_wrote_state and n.disk.on else None
-            nodes.append((n.name, n.alive, n.incarnation, own, canon(n.durable), blocked, disk))
-        def chan(msgs):
-            if self.virtual:                # and each one's time left to its bound
-                left = self.spec.latency_ns - self.net.clock
-                items = [(m.kind, m.data, m.sent + left) for m in msgs]
-            else:
-                items = [(m.kind, m.data) for m in msgs]
-            return tuple(sorted(items) if self.spec.network == "bag" else items)
-        conns = []
-        for key, c in self.net.keyed():
-            conns.append((key, c.established, c.refused, chan(c.chan[0]), chan(c.chan[1]),
-                          ep_state(c.a), ep_state(c.b)))
-        dgrams = tuple(sorted(d.group() + ((d.sent + self.spec.latency_ns - self.net.clock,)
-                                           if self.virtual else ()) for d in self.net.dgrams))
-        udp = tuple(sorted((fmt_addr(a), o, tuple((fmt_addr(src), data) for src, data in s.rqueue))
-                           for a, (o, s) in self.net.udp.items()))
-        # A listener's backlog in its order: accept() takes the oldest first, so two
-        # worlds that differ only in the order connections arrived are two worlds
-        # (--check-merges found it in demo/durlog).
-        listeners = sorted((fmt_addr(s.local), o, s.listening, tuple(c.key() for c in s.backlog))
-                           for o, s in self.net.tcp)
-        clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf))
-                   + ((c.spec.after_ns - self.net.clock,) if c.waiting else ())
-                   for c in self.clients]
-        budgets = sorted(self.budgets.items(), key=lambda kv: kv[0])
-        return (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),
-                tuple(budgets), canon(self.replies))
-
-    def network_view(self) -> list[dict]:
-        out = []
-        for _, conn in self.net.keyed():
-            for side in (0, 1):
-                src, dst = self._chan_names(conn, side)
-                for m in conn.chan[side]:
-                    out.append({"src": src, "dst": dst, "kind": m.kind,
-                                "data": m.data.decode("utf-8", errors="replace")})
-        for _, d in self.net.dgram_groups():
-            src, dst = self._dgram_names(d)
-            for same in (x for x in self.net.dgrams if x.group() == d.group()):
-                out.append({"src": src, "dst": dst, "kind": "DGRAM",
-                            "data": same.data.decode("utf-8", errors="replace")})
-        return out
+        return view.parts(self)
 
     def view(self) -> dict:
-        return {
-            "node": [self.node_value(n) for n in self.nodes],
-            "volatile": [n.volatile if n.volatile_emitted else None for n in self.nodes],
-            "durable": [n.durable for n in self.nodes],
-            "alive": [n.alive for n in self.nodes],
-            "crashes": [n.crashes for n in self.nodes],
-            "replies": [dict(r) for r in self.replies],
-            "network": self.network_view(),
-            "params": dict(self.spec.params),
-            "node_names": [n.name for n in self.nodes],
-            **({"history": [dict(op) for op in self.history]} if self.spec.history else {}),
-            **({"clock_ns": self.net.clock} if self.virtual else {}),
-        }
+        return view.view(self)
 
     # -- partial-order reduction (docs/design.md, "Partial-order reduction") ---------
     def traits(self) -> dict:
         """The world in the parts --por tells apart (world/traits.py)."""
-        return traits.parts(self._world(), self.net.clock)
+        return self.net.traits(traits.parts(view.world(self), self.net.clock))
 
     def changed(self, before: dict, action: Action, reads: frozenset[str]) -> frozenset[str]:
         """What the step just taken (`action`) from world parts `before` read or changed

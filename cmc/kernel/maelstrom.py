@@ -36,7 +36,7 @@ import socket
 from dataclasses import dataclass
 
 from ..errors import TargetError
-from .cluster import Cluster, digest
+from .cluster import Cluster
 from .world.actions import ClientStart
 from .world.net import DATA, Connection, Endpoint, Network, Owner, Sock
 from .world.services import Services, compact_json
@@ -125,31 +125,29 @@ class ClientState:
 
 
 class MaelstromNetwork(Network):
-    """The network with the Maelstrom letters in flight beside the connections: the
-    clock rules (world/clock.py) see them through `in_flight_sent`."""
+    """The network of a world some of whose nodes speak Maelstrom's protocol
+    (`spec.maelstrom`): the connections and datagrams of any world, and beside them the
+    letters in flight, the Maelstrom clients and the services, with the actions on
+    them (the hooks of Network, which the cluster calls). The clock rules
+    (world/clock.py) see the letters through `in_flight_sent`."""
 
     def __init__(self, channel_cap: int, bag: bool = False):
         super().__init__(channel_cap, bag)
         self.letters: list[Letter] = []
 
-    def in_flight_sent(self) -> list[int]:
-        return super().in_flight_sent() + [m.sent for m in self.letters]
-
-
-class MaelstromCluster(Cluster):
-    """A cluster some of whose nodes speak Maelstrom's protocol (`spec.maelstrom`)."""
-
-    def __init__(self, spec, workroot: str):
-        super().__init__(spec, workroot)
-        self.net = MaelstromNetwork(spec.channel_cap, bag=spec.network == "bag")
-        self.ms = spec.maelstrom
-        self.speakers = {n.name: n for n in self.nodes if n.name in self.ms.nodes}
+    def attach(self, setting, ledger, clients) -> None:
+        super().attach(setting, ledger, clients)
+        self.ms = setting.spec.maelstrom
+        self.speakers = {n.name: n for n in setting.nodes if n.name in self.ms.nodes}
         for node in self.speakers.values():
             node.stdio = True
         self.stdio: dict[str, Sock] = {}              # node name -> its fds 0 and 1
         self.outbuf: dict[str, bytearray] = {}        # a partial stdout line
         self.mclients = [ClientState(c) for c in self.ms.clients]
         self.services = Services(self.ms.services)
+
+    def in_flight_sent(self) -> list[int]:
+        return super().in_flight_sent() + [m.sent for m in self.letters]
 
     # -- stdin and stdout ---------------------------------------------------------
     def open_stdio(self, node) -> None:
@@ -175,7 +173,7 @@ class MaelstromCluster(Cluster):
             return super().send(conn, side, msg)
         if msg.kind != DATA:             # stdout closed: nothing more comes from it
             return
-        node = self.nodes[conn.dst[1]]
+        node = self.setting.nodes[conn.dst[1]]
         buf = self.outbuf[node.name]
         buf += msg.data
         while (nl := buf.find(b"\n")) >= 0:
@@ -184,11 +182,13 @@ class MaelstromCluster(Cluster):
             if line.strip():
                 self._written(node, line)
         if len(buf) > STDOUT_LINE_MAX:
-            raise TargetError(self.where(node) + f"wrote more than {STDOUT_LINE_MAX} bytes on "
-                              f"stdout without a line end (it starts {bytes(buf[:80])!r})")
+            raise TargetError(self.setting.where(node) + f"wrote more than {STDOUT_LINE_MAX} "
+                              f"bytes on stdout without a line end (it starts "
+                              f"{bytes(buf[:80])!r})")
 
     def _written(self, node, raw: bytes) -> None:
         """A whole line the node wrote on stdout: a message, or a target error."""
+        where = self.setting.where(node)
         try:
             line = raw.decode("utf-8")
             msg = json.loads(line)
@@ -196,15 +196,15 @@ class MaelstromCluster(Cluster):
             msg = None
         if not (isinstance(msg, dict) and isinstance(msg.get("src"), str)
                 and isinstance(msg.get("dest"), str) and isinstance(msg.get("body"), dict)):
-            raise TargetError(self.where(node) + "wrote a line on stdout that is not a "
+            raise TargetError(where + "wrote a line on stdout that is not a "
                               "Maelstrom message (a JSON object with src, dest and body; "
                               f"log to stderr instead): {raw[:200]!r}")
         if msg["src"] != node.name:
-            raise TargetError(self.where(node) + f"sent a message whose src is "
+            raise TargetError(where + f"sent a message whose src is "
                               f"{msg['src']!r}, not its node_id {node.name!r}: {raw[:200]!r}")
         dest, body = msg["dest"], msg["body"]
         if dest in self.speakers or dest in self.ms.services:
-            self.net.letters.append(Letter(node.name, dest, line, self.net.clock))
+            self.letters.append(Letter(node.name, dest, line, self.clock))
             return
         if dest == INIT_SENDER:
             return                      # init_ok
@@ -212,18 +212,15 @@ class MaelstromCluster(Cluster):
         if client is None:
             known = ", ".join([*self.speakers, *self.ms.services,
                                *(c.spec.name for c in self.mclients)])
-            raise TargetError(self.where(node) + f"sent a message to {dest!r}, which is no "
+            raise TargetError(where + f"sent a message to {dest!r}, which is no "
                               f"node, client or service of the model ({known}): "
                               f"{raw[:200]!r}")
         if client.pending is None or body.get("in_reply_to") != client.pending:
             return                      # not an answer to its request in flight
-        self.replies.append({"client": dest, "node": node.index, "index": len(self.replies),
-                             "req": client.req, "body": body})
-        if client.open_op is not None:      # the history's entry completes
-            self.events += 1
-            self.history[client.open_op].update(complete=self.events, completed=self.step + 1,
-                                                reply=len(self.replies) - 1)
-            client.open_op = None
+        op, client.open_op = client.open_op, None
+        self.ledger.reply({"client": dest, "node": node.index,
+                           "index": len(self.ledger.replies), "req": client.req,
+                           "body": body}, op)
         client.pending = None
         self._send_next(client)
 
@@ -235,27 +232,23 @@ class MaelstromCluster(Cluster):
         client.next_req += 1
         client.msg_id += 1
         client.req, client.pending = dict(body), client.msg_id
-        if self.spec.history:       # an operation of the history (lang/history.py)
-            self.events += 1
-            client.open_op = len(self.history)
-            self.history.append({"client": spec.name, "index": client.next_req - 1,
-                                 "req": spec.bodies[client.next_req - 1], "body": dict(body),
-                                 "invoke": self.events, "invoked": self.step + 1,
-                                 "complete": None, "completed": None, "reply": None})
+        if self.ledger.keep_history:    # an operation of the history (lang/history.py)
+            client.open_op = self.ledger.invoke(
+                {"client": spec.name, "index": client.next_req - 1,
+                 "req": spec.bodies[client.next_req - 1], "body": dict(body)})
         body["msg_id"] = client.msg_id
         line = compact_json({"src": spec.name, "dest": spec.node, "body": body})
-        self.net.letters.append(Letter(spec.name, spec.node, line, self.net.clock))
+        self.letters.append(Letter(spec.name, spec.node, line, self.clock))
 
-    # -- the engine's protocol ------------------------------------------------------
-    def launch(self) -> None:
-        super().launch()
+    # -- the hooks the cluster calls ------------------------------------------------
+    def launched(self) -> None:
         for client in self.mclients:
             if client.started:
                 self._send_next(client)
 
-    def _letter_actions(self) -> list[LetterAction]:
+    def own_actions(self, budgets: dict) -> list[LetterAction]:
         groups: dict[tuple, Letter] = {}
-        for m in self.net.letters:
+        for m in self.letters:
             groups.setdefault(m.group(), m)
         order = sorted(groups)
         out = []
@@ -267,85 +260,76 @@ class MaelstromCluster(Cluster):
                         for at, behind in self.services.stale_reads(g[1], g[0], body)]
         clients = {c.spec.name for c in self.mclients}
         faulty = [g for g in order if g[0] not in clients]
-        if self.budgets.get("drop", 0) > 0:
+        if budgets.get("drop", 0) > 0:
             out += [LetterAction("DROP", *g) for g in faulty]
-        if self.budgets.get("dup", 0) > 0:
+        if budgets.get("dup", 0) > 0:
             out += [LetterAction("DUP", *g) for g in faulty]
         return out
 
-    def _start_due(self) -> ClientStart | None:
+    def _start_due(self, budgets: dict) -> ClientStart | None:
         """Time virtual: the first Maelstrom client waiting to start, when the clock
         may reach it (not past the horizon, nor past a letter's latency bound unless
         the delay budget pays)."""
         waiting = [(c.spec.after_ns, i, c) for i, c in enumerate(self.mclients)
                    if not c.started]
-        fire = self.budgets.get("fire")
-        if not waiting or not self.virtual or fire is not None and fire <= 0:
+        fire = budgets.get("fire")
+        if not waiting or not self.setting.virtual or fire is not None and fire <= 0:
             return None
         at, _, client = min(waiting, key=lambda w: w[:2])
-        spec, net = self.spec, self.net
+        spec = self.setting.spec
         if at > spec.horizon_ns:
             return None
-        late = sum(1 for sent in net.in_flight_sent() if net.clock <= sent + spec.latency_ns < at)
-        if late > self.budgets.get("delay", 0):
+        late = sum(1 for sent in self.in_flight_sent()
+                   if self.clock <= sent + spec.latency_ns < at)
+        if late > budgets.get("delay", 0):
             return None
-        return ClientStart(client.spec.name, max(at, net.clock))
+        return ClientStart(client.spec.name, max(at, self.clock))
 
-    def actions(self) -> list:
-        out = self._letter_actions() + super().actions()
-        start = self._start_due()
+    starts = True
+
+    def with_starts(self, out: list, budgets: dict) -> list:
+        start = self._start_due(budgets)
         if start is not None:
             fires = [a for a in out if a.kind == "FIRE"]
             if not fires or fires[0].at is None or start.at < fires[0].at:
                 out = [a for a in out if a.kind != "FIRE"] + [start]
         return out
 
-    def foldable(self):
-        fire = super().foldable()
-        start = self._start_due()
+    def foldable(self, fire, budgets: dict):
+        start = self._start_due(budgets)
         if fire is not None and start is not None and start.at < fire.at:
             return None                 # the client starts first: not a FIRE to fold
         return fire
 
-    def apply(self, key: tuple):
-        if not (str(key[0]).endswith("_MSG") or key[0] == "FIRE" and
-                any(c.spec.name == key[1] for c in self.mclients)):
-            return super().apply(key)
-        action = next((a for a in self.actions() if a.key == key), None)
-        if action is None:
-            return super().apply(key)   # says it is not enabled (nondeterminism)
-        self.step += 1
-        self.step_label = f"<{action.label}>"
-        self.net.reads = set()
+    def take(self, action, budgets: dict) -> bool:
         if isinstance(action, ClientStart):
-            if self.budgets.get("fire") is not None:
-                self.budgets["fire"] -= 1
-            self.net.clock = max(self.net.clock, action.at)
-            client = next(c for c in self.mclients if c.spec.name == action.client)
+            client = next((c for c in self.mclients if c.spec.name == action.client), None)
+            if client is None:
+                return False            # a ghost client's start: the cluster's
+            if budgets.get("fire") is not None:
+                budgets["fire"] -= 1
+            self.clock = max(self.clock, action.at)
             client.started = True
             self._send_next(client)
+            return True
+        if not isinstance(action, LetterAction):
+            return False
+        letter = next(m for m in self.letters if m.group() == action.key[1:4])
+        if action.kind == "DELIVER":
+            self.letters.remove(letter)
+            self._deliver(letter, action.at)
+        elif action.kind == "DROP":
+            budgets["drop"] -= 1
+            self.letters.remove(letter)
         else:
-            letter = next(m for m in self.net.letters if m.group() == action.key[1:4])
-            if action.kind == "DELIVER":
-                self.net.letters.remove(letter)
-                self._deliver(letter, action.at)
-            elif action.kind == "DROP":
-                self.budgets["drop"] -= 1
-                self.net.letters.remove(letter)
-            else:
-                self.budgets["dup"] -= 1
-                self.net.letters.append(Letter(letter.src, letter.dest, letter.line,
-                                               letter.sent))
-        self.net.collect()
-        self.settle()
-        self.net.collect()
-        self.compact()
-        return action
+            budgets["dup"] -= 1
+            self.letters.append(Letter(letter.src, letter.dest, letter.line, letter.sent))
+        return True
 
     def _deliver(self, letter: Letter, at: int | None = None) -> None:
         if letter.dest in self.ms.services:
             # what the service holds is read, changed or not (--por: Cluster.changed)
-            self.net.reads.add(f"service {letter.dest!r}")
+            self.reads.add(f"service {letter.dest!r}")
             self._serve(letter, at)
             return
         node = self.speakers[letter.dest]
@@ -366,51 +350,42 @@ class MaelstromCluster(Cluster):
             reply["in_reply_to"] = body["msg_id"]
         line = compact_json({"src": letter.dest, "dest": letter.src, "body": reply})
         if letter.src in self.speakers:
-            self.net.letters.append(Letter(letter.dest, letter.src, line, self.net.clock))
+            self.letters.append(Letter(letter.dest, letter.src, line, self.clock))
 
     # -- what a world is --------------------------------------------------------------
-    def _maelstrom_world(self) -> tuple:
-        left = self.spec.latency_ns - self.net.clock
-        letters = tuple(sorted(m.group() + ((m.sent + left,) if self.virtual else ())
-                               for m in self.net.letters))
-        clients = tuple(c.state() + ((c.spec.after_ns - self.net.clock,)
+    def world(self) -> tuple:
+        left = self.setting.spec.latency_ns - self.clock
+        virtual = self.setting.virtual
+        letters = tuple(sorted(m.group() + ((m.sent + left,) if virtual else ())
+                               for m in self.letters))
+        clients = tuple(c.state() + ((c.spec.after_ns - self.clock,)
                                      if not c.started else ()) for c in self.mclients)
         stdio = tuple((name, bytes(self.outbuf[name]), bytes(sock.conn.a.rbuf))
                       for name, sock in sorted(self.stdio.items()))
         return letters, clients, stdio, tuple(sorted(self.services.state().items()))
 
-    def fingerprint(self) -> bytes:
-        return digest(repr((self._world(), self._maelstrom_world())).encode())
-
     def parts(self) -> list[tuple[str, dict]]:
-        letters, clients, stdio, services = self._maelstrom_world()
-        return super().parts() + [("maelstrom", {"letters in flight": letters,
-                                                 "clients": clients,
-                                                 "stdout and stdin": stdio,
-                                                 "services": services})]
+        letters, clients, stdio, services = self.world()
+        return [("maelstrom", {"letters in flight": letters, "clients": clients,
+                               "stdout and stdin": stdio, "services": services})]
 
-    def traits(self) -> dict:
+    def traits(self, out: dict) -> dict:
         """--por's parts of the world (Cluster.traits), and the letters between each two
         ends, each Maelstrom client, each service."""
-        out = super().traits()
-        letters, clients, stdio, services = self._maelstrom_world()
+        letters, clients, stdio, services = self.world()
         for g in letters:
             out.setdefault(f"letters {g[:2]!r}", []).append(g)
         out.update((f"client {c[0]!r}", c) for c in clients)
         out.update((f"service {s!r}", d) for s, d in services)
         return out
 
-    def network_view(self) -> list[dict]:
-        out = super().network_view()
-        for m in sorted(self.net.letters, key=Letter.group):
-            out.append({"src": m.src, "dst": m.dest, "kind": "MSG", "data": m.line,
-                        "body": json.loads(m.line)["body"]})
-        return out
+    def view(self) -> list[dict]:
+        return [{"src": m.src, "dst": m.dest, "kind": "MSG", "data": m.line,
+                 "body": json.loads(m.line)["body"]}
+                for m in sorted(self.letters, key=Letter.group)]
 
 
 def make_cluster(spec, workroot: str) -> Cluster:
-    """The cluster of `spec`: a MaelstromCluster when some of its nodes speak Maelstrom's
-    protocol, else a plain one."""
-    return (Cluster if spec.maelstrom is None else MaelstromCluster)(spec, workroot)
-
-
+    """The cluster of `spec`, its network Maelstrom's when some of its nodes speak
+    Maelstrom's protocol."""
+    return Cluster(spec, workroot, Network if spec.maelstrom is None else MaelstromNetwork)

@@ -14,7 +14,7 @@ from ptrace.syscall.prototypes import SYSCALL_PROTOTYPES
 from .answer import ANSWERED, CONTINUE, Err, Ret
 from .handler import signed, signed64
 from ..world.net import quote
-from ..linux.syscalls_x86_64 import NAME
+from ..linux.syscalls import NAME
 
 
 def _arg(ctype: str, value: int) -> str:

@@ -18,16 +18,16 @@ def default_local(proc, sock: Sock, toward: str | None = None):
     every port of the node's range is in use (the caller's EAGAIN, as Linux's autobind)."""
     if sock.local is None:
         v6 = sock.family == socket.AF_INET6 and (toward is None or ":" in toward)
-        port = proc.node.cluster.ephemeral_port(proc.node)
+        port = proc.node.net.ephemeral_port(proc.node.index)
         if port is None:
             return None
         sock.local = ("::1" if v6 else "127.0.0.1", port)
-        proc.node.cluster.net.udp[sock.local] = (proc.node.index, sock)
+        proc.node.net.udp[sock.local] = (proc.node.index, sock)
     return sock.local
 
 
 def bind(proc, sock: Sock, addr) -> object:
-    net = proc.node.cluster.net
+    net = proc.node.net
     if net.udp_in_use(addr):
         return Err(errno.EADDRINUSE)
     sock.local = addr
@@ -62,16 +62,16 @@ def send(proc, sock: Sock, data: bytes, dst) -> object:
     src = default_local(proc, sock, dst[0])
     if src is None:
         return Err(errno.EAGAIN)
-    cluster = proc.node.cluster
-    if proc.node.index in cluster.spec.peers:       # a `peers` line
-        found = cluster.net.udp_for(dst)
+    net = proc.node.net
+    if net.restricted(proc.node.index):     # a `peers` line
+        found = net.udp_for(dst)
         if found is not None:
-            cluster.check_peer(proc.node.index, found[0], "sends a datagram to", dst)
-    cluster.net.send_datagram(Datagram(proc.node.index, src, dst, data))
+            net.check_peer(proc.node.index, found[0], "sends a datagram to", dst)
+    net.send_datagram(Datagram(proc.node.index, src, dst, data))
     return Ret(len(data), data)
 
 
-def recv(proc, sock: Sock, length: int, flags: int, deliver, write_src) -> Block:
+def recv(proc, sock: Sock, length: int, flags: int, deliver, write_src, what: str) -> Block:
     def attempt():
         if sock.error:                        # an ICMP error for a connected socket
             err, sock.error = sock.error, 0
@@ -86,10 +86,10 @@ def recv(proc, sock: Sock, length: int, flags: int, deliver, write_src) -> Block
         if sock.nonblock or flags & MSG_DONTWAIT:
             return Err(errno.EAGAIN)
         return None
-    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "recvfrom")
+    return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), what)
 
 
 def release(proc, sock: Sock) -> None:
-    net = proc.node.cluster.net
+    net = proc.node.net
     if sock.local is not None and net.udp.get(sock.local, (None, None))[1] is sock:
         del net.udp[sock.local]

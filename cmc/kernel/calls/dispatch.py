@@ -1,43 +1,36 @@
-"""The dispatch table: which handler answers which notified system call. It is built
-from the handlers' `handles` marks in the modules below, imported here explicitly."""
+"""The dispatch table: which handler answers which notified system call. Each call's
+row (linux/syscalls.py) names its handler, "module.sys_function" of the modules below,
+imported here explicitly."""
 from __future__ import annotations
 
 from . import (fds, files, host, limits, machine, opens, shm, sockopts, stream, threads, time,
                tsc, waits, writes)
 from .answer import CONTINUE
 from .handler import Call, fd_arg, unsupported
-from ..linux.filter import (ALWAYS, DISK_ALWAYS, DISK_WRITES, DUPS, FD_ARG0, FD_ARG01, FD_ARG2,
-                            WRITES)
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import ALWAYS, FD, ROWS, STATE
+
+# the modules that hold handlers, by the name a row gives them
+MODULES = {m.__name__.rpartition(".")[2]: m for m in (
+    time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm, tsc, machine,
+    host)}
 
 
-def _table(*modules) -> dict[int, object]:
-    table: dict[int, object] = {}
-    for module in modules:
-        for fn in vars(module).values():
-            names = getattr(fn, "handles", ())
-            if not isinstance(names, tuple):
-                continue        # a module imported there (its own `handles`, the mark)
-            for name in names:
-                if table.get(NR[name], fn) is not fn:
-                    raise AssertionError(f"two handlers for {name}")
-                table[NR[name]] = fn
-    return table
+def handler_of(row):
+    """The function a row names as its handler ("module.sys_function")."""
+    module, _, name = row.handler.partition(".")
+    return getattr(MODULES[module], name)
 
 
-HANDLERS = _table(time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm,
-                  tsc, machine, host)
+HANDLERS = {row.nr: handler_of(row) for row in ROWS if row.handler is not None}
 
 
 # A node whose stdin and stdout are cmc's (a Maelstrom node) has every call below
 # notified when its descriptor argument is 0 or 1 (filter.py, `stdio`); in a process
 # where that descriptor is a real one (a shell's child that made fd 1 a pipe), the call
-# runs natively. (Calls notified always are their handlers' to tell apart.)
-_NOTIFIED = set(ALWAYS) | set(DISK_ALWAYS)
-STDIO_ARG = {NR[n]: (0,) for n in FD_ARG0 + WRITES + DUPS + DISK_WRITES
-             if n in NR and n not in _NOTIFIED}
-STDIO_ARG.update({NR[n]: (0, 1) for n in FD_ARG01 if n in NR and n not in _NOTIFIED})
-STDIO_ARG.update({NR[n]: (2,) for n in FD_ARG2 if n in NR and n not in _NOTIFIED})
+# runs natively. (Calls notified always, or always with a page cache, are their
+# handlers' to tell apart.) The descriptor looked at is the call's first.
+STDIO_ARG = {row.nr: row.fds[:1] for row in ROWS
+             if row.notified in (FD, STATE) and row.disk != ALWAYS}
 
 
 def _real_stdio(proc, notif) -> bool:
@@ -47,17 +40,17 @@ def _real_stdio(proc, notif) -> bool:
     fds = [fd_arg(notif.args[i]) for i in STDIO_ARG[notif.nr]]
     return all(fd < 2 and fd not in proc.fds for fd in fds) and any(fd >= 0 for fd in fds)
 
-CLOCK_READS = frozenset((NR["clock_gettime"], NR["gettimeofday"], NR["time"]))
-CLOCK_GETTIME = NR["clock_gettime"]     # its buffer is its second argument, the others' first
+# the clock reads, and the argument each one's buffer is
+CLOCK_READS = {row.nr: row.clock for row in ROWS if row.clock is not None}
 
 
 def dispatch(proc, notif):
     """Answer notification `notif` with its handler; `proc` is the Process that
     made the call (proc/tasks.py); the handler reaches the node through it."""
     node = proc.node
-    if node.cluster.virtual:                # a thread polling the clock sees it move
-        reads = notif.nr in CLOCK_READS
-        node.polls(notif.pid, reads, notif.args[notif.nr == CLOCK_GETTIME] if reads else 0)
+    if node.setting.virtual:                # a thread polling the clock sees it move
+        buf = CLOCK_READS.get(notif.nr)
+        node.polls(notif.pid, buf is not None, notif.args[buf] if buf is not None else 0)
     if node.stdio and notif.nr in STDIO_ARG and _real_stdio(proc, notif):
         return CONTINUE
     handler = HANDLERS.get(notif.nr)

@@ -11,13 +11,12 @@ from ..linux.abi import (DURABLE_FD, FIONBIO, FIONREAD, F_DUPFD, F_DUPFD_CLOEXEC
                          F_GETFL, F_SETFD, F_SETFL, O_NONBLOCK, SOCK_DGRAM, STATE_FD,
                          S_IFSOCK, VFD_BASE)
 from .answer import CONTINUE, Err, Ret
-from .handler import fd_arg, handles, unsupported
+from .handler import fd_arg, unsupported
 from ..world.net import Sock
 from .sockets import close_vfd, get_sock, new_fd, with_sock
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import NR
 
 
-@handles("close")
 def sys_close(call):
     proc, args = call.proc, call.args
     return Ret(0) if close_vfd(proc, fd_arg(args[0])) else Err(errno.EBADF)
@@ -44,7 +43,6 @@ def refuse_state_copies(fn):
     return wrapper
 
 
-@handles("fcntl")
 @refuse_state_copies
 @with_sock
 def sys_fcntl(call, sock):
@@ -68,7 +66,6 @@ def sys_fcntl(call, sock):
     return unsupported(proc, call.nr, args, "uses an fcntl command cmc does not emulate")
 
 
-@handles("ioctl")
 @with_sock
 def sys_ioctl(call, sock):
     proc, args = call.proc, call.args
@@ -101,14 +98,12 @@ def _stat_bytes(sock: Sock) -> bytes:
     return bytes(st)
 
 
-@handles("fstat")
 @with_sock
 def sys_fstat(call, sock):
     proc, args = call.proc, call.args
     return Ret(0) if proc.write(args[1], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
-@handles("newfstatat")
 def sys_newfstatat(call):
     proc, args = call.proc, call.args
     sock = get_sock(proc, fd_arg(args[0]))
@@ -120,7 +115,6 @@ def sys_newfstatat(call):
     return Ret(0) if proc.write(args[2], _stat_bytes(sock)) else Err(errno.EFAULT)
 
 
-@handles("dup")
 @refuse_state_copies
 @with_sock
 def sys_dup(call, sock):
@@ -128,7 +122,6 @@ def sys_dup(call, sock):
     return new_fd(proc, sock, dup=True)
 
 
-@handles("dup2", "dup3")
 @refuse_state_copies
 def sys_dup2(call):
     proc, args = call.proc, call.args
@@ -157,15 +150,18 @@ def sys_dup2(call):
     return Ret(new)
 
 
-@handles("lseek", "pread64", "preadv", "preadv2")
 def sys_espipe(call):
     proc, args = call.proc, call.args
     return Err(errno.ESPIPE) if get_sock(proc, fd_arg(args[0])) else Err(errno.EBADF)
 
 
-@handles("fchdir", "getdents64", "flock")
 def sys_einval(call):
     proc, args = call.proc, call.args
     if get_sock(proc, fd_arg(args[0])) is None:
         return Err(errno.EBADF)
-    return Err(errno.ENOTDIR if call.nr in (NR["fchdir"], NR["getdents64"]) else errno.EINVAL)
+    return Err(errno.EINVAL if call.nr == NR["flock"] else errno.ENOTDIR)   # fchdir, getdents64
+
+
+def sys_unsupported(call):
+    """A call on a virtual socket that cmc does not emulate (sendmmsg, statx, tee ...)."""
+    return unsupported(call.proc, call.nr, call.args)

@@ -15,10 +15,10 @@ from ..linux import procfs
 from ..linux.abi import AT_FDCWD, VFD_BASE
 from .answer import CONTINUE, Err, Ret
 from ..world.disk import Write, file_id, in_another_world, reached_another_world
-from .handler import fd_arg, handles, signed64, unsupported
+from .handler import fd_arg, signed64, unsupported
 from . import shm
 from .sockets import get_sock
-from ..linux.syscalls_x86_64 import NAME, NR
+from ..linux.syscalls import NAME, NR, ROW
 
 O_APPEND = 0o2000
 O_DSYNC = 0o10000               # O_SYNC is O_DSYNC | __O_SYNC
@@ -83,14 +83,14 @@ def disk_write(call, fd: int, read):
     nr, args = call.nr, call.args
     sync = bool(flags & O_DSYNC)
     offset = pos
-    if nr in (NR["pwrite64"], NR["pwritev"]):
-        offset = args[3]
-    elif nr == NR["pwritev2"]:
+    if nr == NR["pwritev2"]:
         sync = sync or bool(args[5] & (RWF_DSYNC | RWF_SYNC))
         if args[5] & RWF_APPEND:
             flags |= O_APPEND
         elif args[3] != (1 << 64) - 1:         # -1: at the descriptor's position
             offset = args[3]
+    elif NAME[nr].startswith("pwrite"):         # pwrite64, pwritev: at their offset
+        offset = args[3]
     if flags & O_APPEND:
         offset = size
     proc.node.disk.wrote(Write(ident, name, "write", offset, len(data), data, size), sync)
@@ -158,7 +158,6 @@ def _file_of_call(call, on_socket: int) -> tuple:
     return (None, CONTINUE) if found is None else (found, None)
 
 
-@handles("fsync", "fdatasync")
 def sys_fsync(call):
     proc, fd = call.proc, fd_arg(call.args[0])
     failed = _not_a_socket(call, fd)
@@ -182,7 +181,6 @@ def sys_fsync(call):
     return Ret(0)
 
 
-@handles("sync_file_range")
 def sys_sync_file_range(call):
     proc, args = call.proc, call.args
     found, answer = _file_of_call(call, errno.ESPIPE)
@@ -196,7 +194,6 @@ def sys_sync_file_range(call):
     return Ret(0)
 
 
-@handles("syncfs", "sync")
 def sys_sync(call):
     proc = call.proc
     if call.nr == NR["syncfs"]:
@@ -209,7 +206,6 @@ def sys_sync(call):
     return Ret(0)
 
 
-@handles("ftruncate")
 def sys_ftruncate(call):
     proc, fd = call.proc, fd_arg(call.args[0])
     failed = _not_a_socket(call, fd)
@@ -221,7 +217,6 @@ def sys_ftruncate(call):
     return CONTINUE
 
 
-@handles("truncate")
 def sys_truncate(call):
     proc = call.proc
     full = _resolve(call, AT_FDCWD, proc.read_cstr(call.args[0]))
@@ -238,20 +233,17 @@ def sys_truncate(call):
     return CONTINUE
 
 
-@handles("creat")
 def sys_creat(call):
     disk_open(call, AT_FDCWD, call.proc.read_cstr(call.args[0]), O_CREAT | O_TRUNC)
     return CONTINUE
 
 
-@handles("rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
-         "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat")
 def sys_name(call):
     """A name may be made or removed: the tree's digest is computed again; a
     shared-memory object's name is the world's (shm.py); under strict a file losing
     its last name keeps its durable contents (Disk.removing)."""
     proc = call.proc
-    paths = _name_paths(call) if call.nr in _NAME_PATHS else []
+    paths = _name_paths(call) if ROW[call.nr].paths else []
     answer = shm.name_call(call, NAME[call.nr], paths) if paths else None
     if answer is not None:
         return answer
@@ -263,19 +255,14 @@ def sys_name(call):
 
 
 AT_REMOVEDIR, RENAME_EXCHANGE = 0x200, 2
-# where each unlink, link and rename has its paths: (dirfd argument or None for the
-# cwd, path argument) for each name it gives
-_NAME_PATHS = {NR["unlink"]: ((None, 0),), NR["unlinkat"]: ((0, 1),),
-               NR["link"]: ((None, 0), (None, 1)), NR["rename"]: ((None, 0), (None, 1)),
-               NR["linkat"]: ((0, 1), (2, 3)), NR["renameat"]: ((0, 1), (2, 3)),
-               NR["renameat2"]: ((0, 1), (2, 3))}
 
 
 def _name_paths(call) -> list[bytes | None]:
-    """The paths an unlink, link or rename names, absolute and normalised."""
+    """The paths an unlink, link or rename names, absolute and normalised (where each
+    is: its row's `paths`, a dirfd argument or None for the cwd, and a path argument)."""
     args, read = call.args, call.proc.read_cstr
     out = []
-    for dirfd, path in _NAME_PATHS[call.nr]:
+    for dirfd, path in ROW[call.nr].paths:
         full = _resolve(call, AT_FDCWD if dirfd is None else fd_arg(args[dirfd]),
                         read(args[path]))
         out.append(None if full is None else os.fsencode(os.path.normpath(full)))
@@ -284,16 +271,14 @@ def _name_paths(call) -> list[bytes | None]:
 
 def _removed(call, paths: list) -> bytes | None:
     """The name the call removes or replaces (of `paths`), else None."""
-    nr, args = call.nr, call.args
-    if nr == NR["unlink"] or (nr == NR["unlinkat"] and not args[2] & AT_REMOVEDIR):
+    nr, args, name = call.nr, call.args, NAME[call.nr]
+    if name.startswith("unlink") and not (nr == NR["unlinkat"] and args[2] & AT_REMOVEDIR):
         return paths[0]
-    if nr in (NR["rename"], NR["renameat"]) or (
-            nr == NR["renameat2"] and not args[4] & RENAME_EXCHANGE):
+    if name.startswith("rename") and not (nr == NR["renameat2"] and args[4] & RENAME_EXCHANGE):
         return paths[1]
     return None
 
 
-@handles("fallocate")
 def sys_fallocate(call):
     """Of a file of the node's directory: answered by cmc, which grows the file (mode
     0 past its end) without allocating blocks, so that a world holds no preallocated
@@ -323,7 +308,6 @@ def sys_fallocate(call):
     return Ret(0)
 
 
-@handles("mmap")
 def sys_mmap(call):
     """Only shared writable mappings of a descriptor come here (filter.py). Of a file
     of the node's: what is stored through it is an unsynced write until fsync,
@@ -337,7 +321,6 @@ def sys_mmap(call):
 MS_SYNC = 4
 
 
-@handles("msync")
 def sys_msync(call):
     """msync(MS_SYNC) of a shared mapping of a node's file: the range it covers is
     durable (disk.py, synced_range); MS_ASYNC makes nothing durable. Runs natively too."""
@@ -361,7 +344,6 @@ def sys_msync(call):
     return CONTINUE
 
 
-@handles("copy_file_range", "splice", "sendfile")
 def sys_copy_into(call):
     """With a page cache these come here always. On a virtual socket: unsupported,
     as before. Into a file of the node's directory, copy_file_range and sendfile

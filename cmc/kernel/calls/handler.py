@@ -1,6 +1,7 @@
-"""What every call handler uses: the `handles` mark that says which system calls a
-handler answers (dispatch.py builds the table from the marks), the error for a call
-cmc does not support, and reading a call's arguments out of the node's memory.
+"""What every call handler uses: the `Call` it answers, the error for a call cmc does
+not support, and reading a call's arguments out of the node's memory. (Which handler
+answers which call is the call's row in linux/syscalls.py: a function `sys_*` of a
+module of calls/, resolved by dispatch.py.)
 
 A handler takes the `Call` it answers -- the node that made it, the notification
 (number, arguments, the thread that made it, the id the answer goes to), the
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from ...errors import TargetError
 from ..linux.abi import IOV_MAX
-from ..linux.syscalls_x86_64 import NAME
+from ..linux.syscalls import NAME
 
 
 @dataclass(frozen=True)
@@ -50,21 +51,13 @@ class Call:
 
     @property
     def net(self):
-        return self.proc.node.cluster.net
+        return self.proc.node.net
 
     @property
     def listener(self) -> int:
         """The node's seccomp listener: where an answer, or a descriptor placed for the
         call, goes."""
         return self.proc.node.tasks.listener
-
-
-def handles(*names: str):
-    """Mark a handler as the one for the system calls `names`."""
-    def mark(fn):
-        fn.handles = names
-        return fn
-    return mark
 
 
 def unsupported(who, nr: int, args, why: str = "is not supported on a virtual socket",
@@ -81,7 +74,7 @@ def unsupported(who, nr: int, args, why: str = "is not supported on a virtual so
     shown = ", ".join(str(signed(a)) if i == 0 and first_is_fd else hex(a)
                       for i, a in enumerate(args[:3]))
     by = f"{tasks.who(thread)} " if thread is not None else ""
-    raise TargetError(node.cluster.where(node) + f"{by}called {name}({shown}, ...), "
+    raise TargetError(node.where() + f"{by}called {name}({shown}, ...), "
                       f"which {why}")
 
 

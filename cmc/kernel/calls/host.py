@@ -2,7 +2,8 @@
 on the host"): the calls that reach past a node's own processes and files -- the kernel's
 state, the host's clock, mounts, modules, keyrings, other processes -- are refused with
 exit 3 naming node, call and arguments, never run natively; those that name a process
-run only when it is one of the node's."""
+run only when it is one of the node's. Which calls are which: their rows' `host` and
+`why` (linux/syscalls.py)."""
 from __future__ import annotations
 
 import errno
@@ -11,48 +12,10 @@ import signal
 
 from ...errors import NotForkable
 from ..linux import _native, procfs
-from ..linux.syscalls_x86_64 import NAME, NR
+from ..linux.syscalls import NR, ROW
 from .answer import CONTINUE, Err, Ret
-from .handler import handles, signed, unsupported
+from .handler import signed, unsupported
 
-# call -> what it would act on (the refusal says so)
-REFUSED = {
-    "bpf": "loads programs or maps into the host's kernel",
-    "perf_event_open": "watches the host's CPUs and processes",
-    "userfaultfd": "handles page faults outside cmc's sight",
-    "mount": "changes the host's mounts", "umount2": "changes the host's mounts",
-    "pivot_root": "changes the host's mounts", "chroot": "changes the root of the host's files",
-    "fsopen": "changes the host's mounts", "fsmount": "changes the host's mounts",
-    "fsconfig": "changes the host's mounts", "move_mount": "changes the host's mounts",
-    "open_tree": "changes the host's mounts", "fspick": "changes the host's mounts",
-    "mount_setattr": "changes the host's mounts",
-    "kexec_load": "loads a new kernel", "kexec_file_load": "loads a new kernel",
-    "init_module": "loads a kernel module", "finit_module": "loads a kernel module",
-    "delete_module": "removes a kernel module", "create_module": "loads a kernel module",
-    "reboot": "restarts the host", "swapon": "changes the host's swap",
-    "swapoff": "changes the host's swap",
-    "settimeofday": "sets the host's clock", "clock_settime": "sets the host's clock",
-    "clock_adjtime": "reads or steers the host's clock", "adjtimex": "reads or steers the host's clock",
-    "sethostname": "renames the host", "setdomainname": "renames the host",
-    "keyctl": "uses the host's kernel keyrings", "add_key": "uses the host's kernel keyrings",
-    "request_key": "uses the host's kernel keyrings",
-    "acct": "turns on the host's process accounting", "quotactl": "changes the host's quotas",
-    "quotactl_fd": "changes the host's quotas", "iopl": "reaches the host's I/O ports",
-    "ioperm": "reaches the host's I/O ports", "syslog": "reads the host's kernel log",
-    "lookup_dcookie": "reads the host's kernel state", "vhangup": "hangs up the host's terminal",
-    "fanotify_init": "watches the host's files", "open_by_handle_at": "opens a file by handle, "
-    "past the node's directory", "name_to_handle_at": "takes a file handle of the host's",
-    "nfsservctl": "controls the host's NFS server", "uselib": "loads a library the old way",
-    "get_kernel_syms": "reads the host's kernel state", "query_module": "reads the host's "
-    "kernel state", "_sysctl": "changes the host's kernel settings",
-    "ustat": "reads the host's file systems", "process_madvise": "acts on another process's memory",
-    "migrate_pages": "moves another process's memory", "move_pages": "moves another "
-    "process's memory",
-}
-# call -> the argument that names a process (a pid), checked to be the node's
-BY_PID = {"pidfd_open": 0, "process_vm_readv": 0, "process_vm_writev": 0,
-          "rt_sigqueueinfo": 0, "sched_setscheduler": 0, "sched_setparam": 0,
-          "sched_setattr": 0}
 PRIO_PROCESS, PRIO_PGRP, PRIO_USER = 0, 1, 2
 IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, IOPRIO_WHO_USER = 1, 2, 3
 
@@ -66,7 +29,7 @@ def _kept_start(call, pid: int) -> bool:
     """Whether pid is a process or thread of a start kept as a zygote (proc/zygote.py),
     which is alive for cmc but no program's: to a node it is a pid no process has (as
     a launch's pid is, once it ended)."""
-    roots = getattr(call.node.cluster, "roots", None)
+    roots = call.node.setting.roots
     zygotes = roots.zygotes if roots is not None else None
     return zygotes is not None and zygotes.holds(pid)
 
@@ -100,16 +63,16 @@ def _refuse(call, what: str):
                        "acts on the host)", first_is_fd=False)
 
 
-@handles(*REFUSED)
 def sys_host(call):
-    return _refuse(call, REFUSED[NAME[call.nr]])
+    """A call its row refuses (linux/syscalls.py: `host`, and `why`, what it would act on)."""
+    return _refuse(call, ROW[call.nr].why)
 
 
 def _alone(call) -> bool:
     """`machine pids private`, or a copy of a process tree: every process or group the
     node can name is its own (its PID namespace holds its processes only), so no id
     needs checking."""
-    return call.node.cluster.spec.private_pids or call.node.tasks.ns_root
+    return call.node.setting.spec.private_pids or call.node.tasks.ns_root
 
 
 # -- a copy of a process tree (proc/fork.py): its first process is process 1 of a PID
@@ -117,7 +80,6 @@ def _alone(call) -> bool:
 # kernel lets no signal without a handler reach (docs/design.md, "Copies of process
 # trees"). A copy of a kept start (proc/zygote.py) is known by the kept start's pid too,
 # in no namespace of its own.
-@handles("getpid", "getppid")
 def sys_getpid(call):
     """The first process of a copied tree or of a start's copy asks its pid (1 in its
     namespace, or its own) or its parent's, its children their parent's: the
@@ -173,12 +135,11 @@ def _check_pid(call, pid: int, what: str):
     return CONTINUE if mine else _refuse(call, f"{what} process {pid}, which is not the node's")
 
 
-@handles(*BY_PID)
 def sys_by_pid(call):
+    """A call whose first argument names a process: run when it is the node's."""
     return _check_pid(call, signed(call.args[0]), "acts on")
 
 
-@handles("kill")
 def sys_kill(call):
     """kill(pid, sig): a process of the node, its own group (0), or a group of the
     node's (-pgid); never every process the caller may signal (-1) or one outside."""
@@ -209,7 +170,6 @@ def sys_kill(call):
     return _check_pid(call, pid, "signals")
 
 
-@handles("setpriority", "ioprio_set")
 def sys_priority(call):
     """A priority of the node's own processes or groups only; never a user's (every
     process of that user on the host)."""
@@ -224,7 +184,6 @@ def sys_priority(call):
     return _check_pid(call, who, "changes the priority of")
 
 
-@handles("tkill", "tgkill")
 def sys_tkill(call):
     """A thread signalled by the id its program knows it by. In a copy of a world a
     thread has a new id from the kernel (proc/fork.py), while the program keeps the

@@ -10,7 +10,6 @@ import struct
 from ..linux import procfs
 from ..linux.abi import RLIMIT_NOFILE, VFD_BASE
 from .answer import CONTINUE, Err, Ret
-from .handler import handles
 from .sockets import close_vfd
 
 # -- the descriptor limit ---------------------------------------------------------------
@@ -48,7 +47,6 @@ def _read_rlimit(proc, addr: int) -> tuple[int, int] | None:
     return struct.unpack("<QQ", raw) if raw and len(raw) == 16 else None
 
 
-@handles("getrlimit")
 def sys_getrlimit(call):
     proc, args = call.proc, call.args
     if args[0] != RLIMIT_NOFILE:
@@ -56,7 +54,6 @@ def sys_getrlimit(call):
     return Ret(0) if proc.write(args[1], _pack_rlimit(proc.nofile)) else Err(errno.EFAULT)
 
 
-@handles("setrlimit")
 def sys_setrlimit(call):
     proc, args = call.proc, call.args
     if args[0] != RLIMIT_NOFILE:
@@ -67,7 +64,6 @@ def sys_setrlimit(call):
     return set_nofile(proc, *new) or Ret(0)
 
 
-@handles("prlimit64")
 def sys_prlimit64(call):
     proc, args = call.proc, call.args
     pid = args[0] & 0xFFFFFFFF
@@ -99,7 +95,6 @@ def limits_text(proc) -> bytes | None:
     return _NOFILE_LINE.sub(line, text)
 
 
-@handles("close_range")
 def sys_close_range(call):
     proc, args = call.proc, call.args
     first, last = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF

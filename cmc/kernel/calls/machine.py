@@ -12,7 +12,6 @@ import os
 import struct
 
 from .answer import Err, Ret
-from .handler import handles
 
 PAGE = 4096
 UTS_LEN = 65
@@ -20,14 +19,13 @@ RELEASE = os.uname().release.encode()     # what a program may test features by
 
 
 def _cpus(proc) -> int:
-    return proc.node.cluster.spec.cpus
+    return proc.node.setting.spec.cpus
 
 
 def _mask_size(cpus: int) -> int:
     return (cpus + 63) // 64 * 8          # the kernel's cpumask_size(), in longs
 
 
-@handles("sched_getaffinity")
 def sys_sched_getaffinity(call):
     """Every thread may run on the model's CPUs 0..N-1."""
     cpus = _cpus(call.proc)
@@ -41,7 +39,6 @@ def sys_sched_getaffinity(call):
     return Ret(size)
 
 
-@handles("sched_setaffinity")
 def sys_sched_setaffinity(call):
     """Taken and forgotten: the host's CPUs are not the node's to choose (a mask with
     none of the model's CPUs is refused, as the kernel refuses one with none online)."""
@@ -55,7 +52,6 @@ def sys_sched_setaffinity(call):
     return Ret(0)
 
 
-@handles("getcpu")
 def sys_getcpu(call):
     """Every thread is on CPU 0 of NUMA node 0."""
     for addr in call.args[:2]:
@@ -64,11 +60,10 @@ def sys_getcpu(call):
     return Ret(0)
 
 
-@handles("sysinfo")
 def sys_sysinfo(call):
     """The model's memory, no swap, a load of 0, up since the node's clock started."""
     node = call.node
-    memory = node.cluster.spec.memory
+    memory = node.setting.spec.memory
     uptime = node.monotonic_ns() // 10**9
     info = struct.pack("<q3Q6QHHxxxxQQI", uptime, 0, 0, 0, memory, memory // 2, 0, 0, 0, 0,
                        1, 0, 0, 0, 1)
@@ -82,7 +77,6 @@ def _uts(value: bytes) -> bytes:
     return value[:UTS_LEN - 1].ljust(UTS_LEN, b"\0")
 
 
-@handles("uname")
 def sys_uname(call):
     """Linux on x86_64 named after the node; the release is the host's (a program may
     test for a kernel feature by it), the version a fixed one."""
@@ -124,6 +118,6 @@ MACHINE_FILES = {
     b"/sys/devices/system/cpu/possible": lambda proc: _cpu_list(_cpus(proc)),
     b"/sys/devices/system/cpu/present": lambda proc: _cpu_list(_cpus(proc)),
     b"/proc/cpuinfo": lambda proc: _cpuinfo(_cpus(proc)),
-    b"/proc/meminfo": lambda proc: _meminfo(proc.node.cluster.spec.memory),
+    b"/proc/meminfo": lambda proc: _meminfo(proc.node.setting.spec.memory),
     b"/proc/sys/kernel/hostname": lambda proc: proc.node.name.encode() + b"\n",
 }

@@ -10,11 +10,11 @@ import struct
 
 from ..linux import _native, procfs
 from ..linux.abi import AT_FDCWD, O_ACCMODE, O_CLOEXEC
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import NR
 from . import shm
 from .answer import ANSWERED, CONTINUE
 from .files import disk_open
-from .handler import fd_arg, handles
+from .handler import fd_arg
 from .limits import limits_text
 from .machine import MACHINE_FILES
 from .time import RANDOM_FILES
@@ -22,7 +22,6 @@ from .time import RANDOM_FILES
 _PROC_LIMITS = re.compile(rb"/proc/(self|thread-self|\d+)(/task/\d+)?/limits")
 
 
-@handles("open", "openat", "openat2")
 def sys_open(call):
     """Only opens whose path contains "limits", "random" or "/dev/shm/", or with
     O_TRUNC or O_CREAT, come here (filter.PASS_OPEN): a truncation or a new name is the

@@ -12,21 +12,15 @@ from __future__ import annotations
 
 from ..linux import procfs
 from ..linux.abi import DURABLE_FD, STATE_FD, VFD_BASE
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import ROW, UNLESS_MADE, UNLESS_OUTWARD, UNLESS_SOCKET, nrs
 from .handler import fd_arg
 
-# Calls that never show: waits, clocks, reads, socket and descriptor bookkeeping.
-QUIET = frozenset(NR[n] for n in (
-    "clock_gettime", "gettimeofday", "time", "nanosleep", "clock_nanosleep", "futex",
-    "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "epoll_create",
-    "epoll_create1", "poll", "ppoll", "select", "pselect6", "sched_yield", "getrandom",
-    "rt_sigprocmask", "sigaltstack", "getrlimit", "read", "readv", "recvfrom", "recvmsg",
-    "accept", "accept4", "socket", "fcntl", "ioctl", "getsockopt", "setsockopt",
-    "getsockname", "getpeername", "fstat", "newfstatat", "lseek", "pread64", "preadv",
-    "preadv2", "dup", "dup2", "dup3", "fchdir", "getdents64", "flock", "getpid", "getppid",
-))
-_WRITES = frozenset(NR[n] for n in ("write", "writev", "pwrite64", "pwritev", "pwritev2"))
-_OPENS = frozenset(NR[n] for n in ("open", "openat"))
+# Calls that never show (their rows' `quiet`): waits, clocks, reads, socket and
+# descriptor bookkeeping; and those that show only sometimes.
+QUIET = nrs(lambda row: row.quiet is True)
+_WRITES = nrs(lambda row: row.quiet == UNLESS_OUTWARD)
+_CLOSES = nrs(lambda row: row.quiet == UNLESS_SOCKET)
+_OPENS = nrs(lambda row: row.quiet == UNLESS_MADE)
 O_CREAT, O_TRUNC = 0o100, 0o1000
 
 
@@ -41,10 +35,10 @@ def visible(notif, pid: int, stdio: bool = False) -> bool:
         if stdio and fd == 1:               # runtime waking its poller: Go's netpollBreak)
             return True
         return fd > 2 and not _inner(pid, fd)
-    if nr == NR["close"]:
+    if nr in _CLOSES:
         return fd_arg(args[0]) >= VFD_BASE  # a socket's FIN; a file's close shows nothing
     if nr in _OPENS:                        # a name made or a file emptied
-        return bool((args[1] if nr == NR["open"] else args[2]) & (O_CREAT | O_TRUNC))
+        return bool(args[ROW[nr].flags] & (O_CREAT | O_TRUNC))
     return True
 
 

@@ -32,7 +32,7 @@ import shutil
 from ..linux import _native, procfs
 from ..world.content import copy_tree
 from .answer import ANSWERED, CONTINUE, Err, Ret
-from .handler import handles, unsupported
+from .handler import unsupported
 
 SHM_DIR = b"/dev/shm/"
 O_CREAT, O_CLOEXEC = 0o100, 0o2000000
@@ -113,7 +113,6 @@ def copy(old_cwd: str, new_cwd: str) -> None:
         copy_tree(old_cwd + ".shm", new_cwd + ".shm")
 
 
-@handles("shmget", "semget", "msgget")
 def sys_sysv_get(call):
     """SysV IPC objects are the node's when it has an IPC namespace of its own (its
     launch made one: csrc, cmc_spawn); without, they would be shared by every world

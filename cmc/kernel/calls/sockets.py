@@ -32,7 +32,7 @@ def lowest_free(proc, lowest: int = VFD_BASE) -> int | None:
     if fd < soft:
         return fd
     if soft <= VFD_BASE:
-        raise TargetError(proc.node.cluster.where(proc.node) +
+        raise TargetError(proc.node.where() +
                           f"lowered its RLIMIT_NOFILE to {soft}, below cmc's virtual "
                           f"descriptors (numbered from {VFD_BASE}): it cannot be given a socket")
     return None
@@ -80,28 +80,35 @@ def connect_outcome(sock: Sock, report: bool):
 
 def release(proc, sock: Sock) -> None:
     """The last descriptor of a socket is gone."""
-    cluster = proc.node.cluster
+    net = proc.node.net
     if sock.stype == SOCK_DGRAM:
         dgram.release(proc, sock)
         return
-    cluster.net.forget(sock)
+    net.forget(sock)
     if sock.listening:
         for conn in sock.backlog:
             if conn.b is not None and not conn.b.accepted:
                 conn.b.closed = True
-                cluster.net.reset(conn)
+                net.reset(conn)
         sock.backlog.clear()
         sock.listening = False
     elif sock.conn is not None:
         ep = sock.ep
         if not ep.reset and not (sock.conn.refused):
             if ep.rbuf or sock.linger_reset:
-                cluster.send(sock.conn, sock.side, Msg(RST))
+                net.send(sock.conn, sock.side, Msg(RST))
             elif not ep.shut_wr:
-                cluster.send(sock.conn, sock.side, Msg(FIN))
+                net.send(sock.conn, sock.side, Msg(FIN))
         ep.shut_wr = True
         ep.closed = True
-    cluster.net.collect()
+    net.collect()
+
+
+def close_all(proc) -> None:
+    """A process ended by itself: the kernel closes its descriptors (a socket shared
+    with another process lives on in that one)."""
+    for fd in sorted(proc.fds):
+        close_vfd(proc, fd)
 
 
 def close_vfd(proc, fd: int) -> bool:

@@ -11,7 +11,6 @@ from ..linux.abi import (IPPROTO_IPV6, IPPROTO_TCP, IPV6_V6ONLY, SOCK_STREAM, SO
                          SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
                          TCP_NODELAY)
 from .answer import Err, Ret
-from .handler import handles
 from ..world.net import Sock
 from .sockets import with_sock
 
@@ -25,7 +24,6 @@ DEFAULT_BUF = {SO_SNDBUF: 16384, SO_RCVBUF: 131072}     # Linux's loopback defau
 INT = struct.Struct("<i")
 
 
-@handles("setsockopt")
 @with_sock
 def sys_setsockopt(call, sock):
     proc, args = call.proc, call.args
@@ -99,7 +97,6 @@ def _option_value(sock: Sock, level: int, opt: int) -> bytes:
     return INT.pack(sock.options.get(key, 0))
 
 
-@handles("getsockopt")
 @with_sock
 def sys_getsockopt(call, sock):
     proc, args = call.proc, call.args

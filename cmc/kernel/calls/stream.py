@@ -20,15 +20,14 @@ from ..linux.abi import (VFD_BASE, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_PEEK, MSG_TRU
                          MSG_WAITALL, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM,
                          SO_RCVTIMEO)
 from .answer import CONTINUE, Block, Err, Ret
-from .handler import fd_arg, handles, read_iovecs, unsupported
+from .handler import fd_arg, read_iovecs, unsupported
 from ..world.net import DATA, FIN, Msg, Owner, Sock, sock_timeout
 from .sockets import NATIVE_FAMILIES, connect_outcome, get_sock, lowest_free, new_fd, with_sock
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import NAME, NR
 
 MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, controllen, flags
 
 
-@handles("socket")
 def sys_socket(call):
     proc, args = call.proc, call.args
     family, stype, proto = args[0] & 0xFFFFFFFF, args[1] & 0xFFFFFFFF, args[2] & 0xFFFFFFFF
@@ -53,7 +52,6 @@ def sys_socket(call):
     return new_fd(proc, sock, cloexec=bool(stype & SOCK_CLOEXEC))
 
 
-@handles("bind")
 def sys_bind(call):
     """Every bind comes here (filter.py): a real socket's is shm.py's (an AF_UNIX name
     outside the node's directory is refused), a virtual socket's below."""
@@ -71,14 +69,14 @@ def _bind_virtual(call, sock):
     if sock.local is not None:
         return Err(errno.EINVAL)
     ip, port = parsed
+    net = call.net
     if port == 0:
-        port = proc.node.cluster.ephemeral_port(proc.node)
+        port = net.ephemeral_port(proc.node.index)
         if port is None:                 # every port of the node's range in use
             return Err(errno.EADDRINUSE)
     addr = (ip, port)
     if sock.stype == SOCK_DGRAM:
         return dgram.bind(proc, sock, addr)
-    net = proc.node.cluster.net
     if net.tcp_conflict(sock, addr, listening=False):
         return Err(errno.EADDRINUSE)
     sock.local = addr
@@ -101,7 +99,6 @@ def read_addr(proc, sock: Sock, ptr: int, length: int):
     return Err(errno.EINVAL) if parsed is None else parsed[1]
 
 
-@handles("listen")
 @with_sock
 def sys_listen(call, sock):
     proc = call.proc
@@ -109,9 +106,9 @@ def sys_listen(call, sock):
         return Err(errno.EOPNOTSUPP)
     if sock.conn is not None:
         return Err(errno.EINVAL)
-    net = proc.node.cluster.net
+    net = call.net
     if sock.local is None:
-        port = proc.node.cluster.ephemeral_port(proc.node)
+        port = net.ephemeral_port(proc.node.index)
         if port is None:
             return Err(errno.EADDRINUSE)
         sock.local = ("0.0.0.0" if sock.family == socket.AF_INET else "::", port)
@@ -123,7 +120,6 @@ def sys_listen(call, sock):
     return Ret(0)
 
 
-@handles("getsockname")
 @with_sock
 def sys_getsockname(call, sock):
     proc, args = call.proc, call.args
@@ -131,7 +127,6 @@ def sys_getsockname(call, sock):
     return Ret(0) if sockaddr.write(proc, args[1], args[2], sock.family, local) else Err(errno.EFAULT)
 
 
-@handles("getpeername")
 @with_sock
 def sys_getpeername(call, sock):
     proc, args = call.proc, call.args
@@ -146,7 +141,6 @@ def sys_getpeername(call, sock):
     return Ret(0) if sockaddr.write(proc, args[1], args[2], sock.family, peer) else Err(errno.EFAULT)
 
 
-@handles("accept", "accept4")
 @with_sock
 def sys_accept(call, sock):
     proc, args = call.proc, call.args
@@ -174,7 +168,6 @@ def sys_accept(call, sock):
     return Block(attempt, sock_timeout(sock, SO_RCVTIMEO), lambda: Err(errno.EAGAIN), "accept")
 
 
-@handles("connect")
 @with_sock
 def sys_connect(call, sock):
     proc, args = call.proc, call.args
@@ -193,18 +186,18 @@ def sys_connect(call, sock):
     dst = parsed
     if dst[0] in ("0.0.0.0", "::"):
         dst = ("127.0.0.1" if dst[0] == "0.0.0.0" else "::1", dst[1])
+    net = call.net
     if sock.local is None:
-        port = proc.node.cluster.ephemeral_port(proc.node)
+        port = net.ephemeral_port(proc.node.index)
         if port is None:
             return Err(errno.EADDRNOTAVAIL)
         sock.local = ("127.0.0.1" if ":" not in dst[0] else "::1", port)
-        proc.node.cluster.net.tcp.append((proc.node.index, sock))
-    cluster = proc.node.cluster
-    if proc.node.index in cluster.spec.peers:       # a `peers` line: checked now if
-        found = cluster.net.listener_for(dst)       # someone listens there already,
-        if found is not None:                       # else when the CONNECT arrives
-            cluster.check_peer(proc.node.index, found[0], "connects to", dst)
-    sock.conn = cluster.net.connect(Owner(node=proc.node.index), sock.local, dst)
+        net.tcp.append((proc.node.index, sock))
+    if net.restricted(proc.node.index):     # a `peers` line: checked now if someone
+        found = net.listener_for(dst)       # listens there already, else when the
+        if found is not None:               # CONNECT arrives
+            net.check_peer(proc.node.index, found[0], "connects to", dst)
+    sock.conn = net.connect(Owner(node=proc.node.index), sock.local, dst)
     sock.side = 0
     sock.connecting = True
     if sock.nonblock:
@@ -275,11 +268,10 @@ def _send_now(proc, sock: Sock, data: bytes, flags: int):
         return _pipe_error(proc, flags)
     if not data:
         return Ret(0)
-    proc.node.cluster.send(sock.conn, sock.side, Msg(DATA, data))
+    proc.node.net.send(sock.conn, sock.side, Msg(DATA, data))
     return Ret(len(data), data)
 
 
-@handles("sendto")
 def sys_sendto(call):
     proc, args = call.proc, call.args
     dst = None
@@ -291,7 +283,6 @@ def sys_sendto(call):
     return sock_send(proc, fd_arg(args[0]), args[1], args[2], args[3], "sendto", dst)
 
 
-@handles("sendmsg")
 def sys_sendmsg(call):
     proc, args = call.proc, call.args
     raw = proc.read(args[1], MSGHDR.size)
@@ -320,7 +311,7 @@ def sock_recv(proc, fd: int, length: int, flags: int, deliver, what: str,
     if sock is None:
         return Err(errno.EBADF)
     if sock.stype == SOCK_DGRAM:
-        return dgram.recv(proc, sock, length, flags, deliver, write_src)
+        return dgram.recv(proc, sock, length, flags, deliver, write_src, what)
     if sock.conn is None:
         return Err(errno.ENOTCONN)
 
@@ -382,13 +373,11 @@ def _iov_total(proc, iov: int, count: int) -> int | None:
     return sum(struct.unpack_from("<QQ", raw, 16 * i)[1] for i in range(count))
 
 
-@handles("read")
 def sys_read(call):
     proc, args = call.proc, call.args
     return sock_recv(proc, fd_arg(args[0]), args[2], 0, _to_buffer(proc, args[1]), "read")
 
 
-@handles("readv")
 def sys_readv(call):
     proc, args = call.proc, call.args
     if args[2] > 1024:
@@ -399,8 +388,7 @@ def sys_readv(call):
     return sock_recv(proc, fd_arg(args[0]), total, 0, _to_iovecs(proc, args[1], args[2]), "readv")
 
 
-@handles("recvfrom")
-def sys_recvfrom(call):
+def sys_receive_from(call):
     proc, args = call.proc, call.args
     fd = fd_arg(args[0])
     sock = get_sock(proc, fd)
@@ -416,10 +404,9 @@ def sys_recvfrom(call):
         if bad is None and sock.stype == SOCK_STREAM:
             bad = write_src(sock.conn.a.addr if sock.side == 1 else sock.conn.dst)
         return bad
-    return sock_recv(proc, fd, args[2], args[3], deliver, "recvfrom", write_src)
+    return sock_recv(proc, fd, args[2], args[3], deliver, NAME[call.nr], write_src)
 
 
-@handles("recvmsg")
 def sys_recvmsg(call):
     proc, args = call.proc, call.args
     raw = proc.read(args[1], MSGHDR.size)
@@ -450,10 +437,9 @@ def sys_recvmsg(call):
     return sock_recv(proc, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
 
 
-@handles("shutdown")
 @with_sock
 def sys_shutdown(call, sock):
-    proc, args = call.proc, call.args
+    args = call.args
     how = args[1] & 0xFFFFFFFF
     if how not in (0, 1, 2):
         return Err(errno.EINVAL)
@@ -464,5 +450,5 @@ def sys_shutdown(call, sock):
     ep = sock.ep
     if how in (1, 2) and not ep.shut_wr and not ep.reset:
         ep.shut_wr = True
-        proc.node.cluster.send(sock.conn, sock.side, Msg(FIN))
+        call.net.send(sock.conn, sock.side, Msg(FIN))
     return Ret(0)

@@ -20,9 +20,9 @@ import struct
 from ...errors import TargetError
 from ..linux import _native, procfs
 from ..linux.abi import CLONE_THREAD, TRAP_PAGE
-from ..linux.syscalls_x86_64 import NAME, NR
+from ..linux.syscalls import NR, ROW
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
-from .handler import fd_arg, handles, read_timespec, signed, unsupported
+from .handler import fd_arg, read_timespec, signed, unsupported
 from . import tsc
 from .sockets import close_vfd
 
@@ -78,18 +78,15 @@ def clone_flags(proc, nr: int, args) -> tuple[int, int] | None:
     return flags, ctid
 
 
-@handles("clone", "clone3")
 def sys_clone(call):
     got = clone_flags(call.proc, call.nr, call.args)
     return Err(errno.EFAULT) if got is None else _create(call, *got)
 
 
-@handles("fork", "vfork")
 def sys_fork(call):
     return _fork(call, call.nr == NR["vfork"])
 
 
-@handles("setsid")
 def sys_setsid(call):
     """A session of its own (a daemon, a server's workers): the new group, numbered
     by the caller's pid, is the node's (Tasks.new_group). A group leader cannot, as
@@ -104,7 +101,6 @@ def sys_setsid(call):
     return CONTINUE
 
 
-@handles("setpgid")
 def sys_setpgid(call):
     """Moving a process of the node into another group: a new group is the node's
     (Tasks.new_group); the kernel checks the rest (a group in the same session, a
@@ -118,15 +114,12 @@ def sys_setpgid(call):
     return CONTINUE
 
 
-@handles("ptrace", "unshare", "setns")
 def sys_refused(call):
-    what = {"ptrace": "traces a process", "unshare": "leaves its namespaces",
-            "setns": "enters another namespace"}[NAME[call.nr]]
-    return unsupported(call, call.nr, call.args, f"{what} (refused: cmc traces and "
-                       "isolates its nodes itself)", first_is_fd=False)
+    """ptrace, unshare, setns: refused, naming what the call would do (its row's `why`)."""
+    return unsupported(call, call.nr, call.args, f"{ROW[call.nr].why} (refused: cmc traces "
+                       "and isolates its nodes itself)", first_is_fd=False)
 
 
-@handles("exit")
 def sys_exit(call):
     """A thread ends (the process ends with exit_group): it runs natively, and the
     node forgets the thread once the kernel does."""
@@ -136,14 +129,12 @@ def sys_exit(call):
     return CONTINUE
 
 
-@handles("rt_sigprocmask", "sigaltstack")
 def sys_signal_setup(call):
     """Run natively. They are notified so that a new thread and the one that made it
     (both call them first) are held there, and so run one at a time from there on."""
     return CONTINUE
 
 
-@handles("sched_yield")
 def sys_sched_yield(call):
     """Let every other thread that can run, run first (proc/scheduler.py); then return."""
     call.node.tasks.give_way(call.pid)
@@ -151,7 +142,6 @@ def sys_sched_yield(call):
 
 
 # -- the futex ---------------------------------------------------------------------
-@handles("futex")
 def sys_futex(call):
     proc, args = call.proc, call.args
     uaddr, op, val = args[0], signed(args[1]), args[2] & 0xFFFFFFFF
@@ -258,7 +248,6 @@ def _wake_op(proc, futexes, uaddr: int, uaddr2: int, n: int, n2: int, encoded: i
 
 
 # -- exec ---------------------------------------------------------------------------
-@handles("execve", "execveat")
 def sys_execve(call):
     proc, args = call.proc, call.args
     notif = call.notif
@@ -280,17 +269,17 @@ def sys_execve(call):
         outcome, status = _native.exec_continue(call.listener, notif.id, notif.pid,
                                                 _exec_seed(proc.node), 5000)
     except OSError as e:
-        raise TargetError(proc.node.cluster.where(proc.node) +
+        raise TargetError(proc.node.where() +
                           f"execve({path.decode(errors='replace')}) could not be traced: "
                           f"{e.strerror}") from None
     proc.node.exec_count += 1
     if outcome == 2:      # the program died during exec; C has reaped it
         proc.pid = 0
-        raise TargetError(proc.node.cluster.where(proc.node) +
+        raise TargetError(proc.node.where() +
                           f"died during execve({path.decode(errors='replace')}) "
                           f"(wait status {status:#x})")
     if outcome == 3:      # the image runs, but its TSC could not be made cmc's
-        raise TargetError(proc.node.cluster.where(proc.node) +
+        raise TargetError(proc.node.where() +
                           f"execve({path.decode(errors='replace')}): the TSC trap could not "
                           f"be set ({os.strerror(status)}; its page is at {TRAP_PAGE:#x})")
     if outcome == 0:      # close-on-exec virtual fds go away with the old image

@@ -9,7 +9,7 @@ import struct
 
 from ..linux.abi import REALTIME_CLOCKS, TIMER_ABSTIME
 from .answer import Block, Err, Ret
-from .handler import handles, read_timespec, signed, timespec
+from .handler import read_timespec, signed, timespec
 from .tsc import trap_clock
 
 
@@ -23,7 +23,6 @@ def clock_value(proc, clk: int) -> int | None:
     return None
 
 
-@handles("clock_gettime")
 def sys_clock_gettime(call):
     proc, args = call.proc, call.args
     value = clock_value(proc, signed(args[0]))
@@ -34,7 +33,6 @@ def sys_clock_gettime(call):
     return Ret(0)
 
 
-@handles("gettimeofday")
 def sys_gettimeofday(call):
     proc, args = call.proc, call.args
     ns = proc.node.realtime_ns()
@@ -45,7 +43,6 @@ def sys_gettimeofday(call):
     return Ret(0)
 
 
-@handles("time")
 def sys_time(call):
     proc, args = call.proc, call.args
     secs = proc.node.realtime_ns() // 10**9
@@ -62,7 +59,6 @@ def sleep_block(proc, duration_ns: int, rem_addr: int, what: str) -> Block:
     return Block(lambda: None, max(duration_ns, 0), fired, what)
 
 
-@handles("nanosleep")
 def sys_nanosleep(call):
     proc, args = call.proc, call.args
     ns = read_timespec(proc, args[0])
@@ -71,7 +67,6 @@ def sys_nanosleep(call):
     return sleep_block(proc, ns, args[1], "nanosleep")
 
 
-@handles("clock_nanosleep")
 def sys_clock_nanosleep(call):
     proc, args = call.proc, call.args
     clk, flags = signed(args[0]), args[1]
@@ -85,7 +80,6 @@ def sys_clock_nanosleep(call):
     return block
 
 
-@handles("getrandom")
 def sys_getrandom(call):
     proc, args = call.proc, call.args
     n = min(args[1], 1 << 20)

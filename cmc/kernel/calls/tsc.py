@@ -13,7 +13,7 @@ import struct
 
 from ..linux.abi import CLOCK_SEGV_ACTION, CLOCK_TSC, SIGSEGV, TRAP_PAGE, TRAP_PAGE_SIZE
 from .answer import CONTINUE, Err, Ret
-from .handler import handles, signed
+from .handler import signed
 
 ACTION_SIZE = 32                # handler, flags, restorer, mask (struct kernel_sigaction)
 DEFAULT_ACTION = bytes(ACTION_SIZE)
@@ -52,7 +52,6 @@ def trap_clock(call):
     return Ret(0)
 
 
-@handles("rt_sigaction")
 def sys_rt_sigaction(call):
     """rt_sigaction(SIGSEGV, act, oldact, 8) from the program: its action is kept here;
     the kernel's stays the trap's."""

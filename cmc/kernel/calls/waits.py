@@ -26,9 +26,9 @@ import struct
 from ..linux import _native
 from ..linux.abi import POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, VFD_BASE
 from .answer import ANSWERED, CONTINUE, Block, Err, Ret
-from .handler import fd_arg, handles, read_timespec
+from .handler import fd_arg, read_timespec
 from .sockets import get_sock, readiness, ready_token
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import NR
 
 POLLFD = struct.Struct("<ihh")
 EPOLL_EVENT = struct.Struct("<IQ")          # packed on x86_64
@@ -90,14 +90,12 @@ def _poll(proc, fds_addr: int, nfds: int, timeout_ns: int | None, what: str):
     return Block(attempt, timeout_ns, fired, what)
 
 
-@handles("poll")
 def sys_poll(call):
     proc, args = call.proc, call.args
     ms = fd_arg(args[2])
     return _poll(proc, args[0], args[1], None if ms < 0 else ms * 10**6, "poll")
 
 
-@handles("ppoll")
 def sys_ppoll(call):
     proc, args = call.proc, call.args
     timeout = read_timespec(proc, args[2]) if args[2] else None
@@ -165,7 +163,6 @@ def _select(proc, nfds: int, rset: int, wset: int, xset: int, timeout_ns, write_
     return Block(attempt, timeout_ns, fired, what)
 
 
-@handles("select")
 def sys_select(call):
     proc, args = call.proc, call.args
     timeout = None
@@ -185,7 +182,6 @@ def sys_select(call):
                    "select")
 
 
-@handles("pselect6")
 def sys_pselect6(call):
     proc, args = call.proc, call.args
     timeout = read_timespec(proc, args[4]) if args[4] else None
@@ -211,7 +207,6 @@ class Registration:
         self.reported = None      # ready_token at the last EPOLLET report
 
 
-@handles("epoll_create", "epoll_create1")
 def sys_epoll_create(call):
     proc, args = call.proc, call.args
     flags = args[0] if call.nr == NR["epoll_create1"] else 0
@@ -231,7 +226,6 @@ def sys_epoll_create(call):
     return ANSWERED
 
 
-@handles("epoll_ctl")
 def sys_epoll_ctl(call):
     proc, args = call.proc, call.args
     epfd, op, fd = fd_arg(args[0]), fd_arg(args[1]), fd_arg(args[2])
@@ -310,7 +304,6 @@ def _epoll_wait(proc, epfd: int, events_addr: int, maxevents: int, timeout_ns, w
     return Block(attempt, timeout_ns, lambda: Ret(0), what)
 
 
-@handles("epoll_wait", "epoll_pwait")
 def sys_epoll_wait(call):
     proc, args = call.proc, call.args
     ms = fd_arg(args[3])
@@ -318,7 +311,6 @@ def sys_epoll_wait(call):
                        None if ms < 0 else ms * 10**6, "epoll_wait")
 
 
-@handles("epoll_pwait2")
 def sys_epoll_pwait2(call):
     proc, args = call.proc, call.args
     timeout = read_timespec(proc, args[3]) if args[3] else None

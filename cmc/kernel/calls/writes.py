@@ -8,11 +8,10 @@ import errno
 from ..linux.abi import DURABLE_FD, IOV_MAX, STATE_FD, VFD_BASE
 from .answer import Err, Ret
 from .files import disk_write
-from .handler import fd_arg, handles, read_iovecs
+from .handler import fd_arg, read_iovecs
 from .stream import sock_send, sock_send_bytes
 
 
-@handles("write", "pwrite64")
 def sys_write(call):
     proc, args = call.proc, call.args
     fd = fd_arg(args[0])
@@ -27,7 +26,6 @@ def sys_write(call):
     return sock_send(proc, fd, args[1], args[2], 0, "write")
 
 
-@handles("writev", "pwritev", "pwritev2")
 def sys_writev(call):
     proc, args = call.proc, call.args
     fd = fd_arg(args[0])

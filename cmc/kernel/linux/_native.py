@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from .._cmc_helper import ffi, lib
-from .syscalls_x86_64 import NR
+from .syscalls import ALONE_CLOCK, ALONE_CONTINUE, ROWS
 
 
 def _check(r: int) -> int:
@@ -91,9 +91,10 @@ def pass_through(calls: dict[int, tuple[int, int]], flag_mask: int,
 
 # what `recv` needs to answer some calls of one thread itself (csrc/cmc_helper.h,
 # cmc_recv_passing): its clock reads, and rt_sigprocmask and sigaltstack, which
-# calls/threads.py answers with CONTINUE
-_alone = ffi.new("int64_t[7]", [0, NR["clock_gettime"], 0, 0, 0, NR["rt_sigprocmask"],
-                                NR["sigaltstack"]])
+# calls/threads.py answers with CONTINUE (the rows' `alone`, syscalls.py)
+[_CLOCK_READ] = [row.nr for row in ROWS if row.alone == ALONE_CLOCK]
+_CONTINUED = [row.nr for row in ROWS if row.alone == ALONE_CONTINUE]
+_alone = ffi.new("int64_t[7]", [0, _CLOCK_READ, 0, 0, 0, *_CONTINUED])
 
 
 def alone(tid: int, realtime_ns: int, monotonic_ns: int, cpu_ns: int):

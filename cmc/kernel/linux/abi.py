@@ -1,6 +1,6 @@
 """Linux's ABI as the call handlers see it (x86_64): descriptor numbers cmc reserves,
-and the flag and option values of the calls it emulates. Syscall numbers are in the
-generated syscalls_x86_64.py. The clock classes and the trap page's values below are
+and the flag and option values of the calls it emulates. Syscall numbers, and what cmc
+makes of each call, are in syscalls.py. The clock classes and the trap page's values below are
 also the C helper's: scripts/gen_syscalls.py --abi-header writes them into
 csrc/cmc_abi.h (test/test_csrc.py checks it is current)."""
 from __future__ import annotations

@@ -27,6 +27,9 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
 
 Everything else runs natively, so files, pipes and AF_UNIX sockets cost nothing.
 io_uring is refused with ENOSYS: it would be a way around every interception.
+
+Which call is in which of these classes is its row's `notified`, `fds` and `disk`
+(syscalls.py); the rows are tested in the table's order.
 """
 from __future__ import annotations
 
@@ -34,23 +37,7 @@ import errno
 
 from .abi import (DURABLE_FD, SIGSEGV, STATE_FD, TRAP_BIRTH_AT, TRAP_PAGE, TRAP_PAGE_SIZE,
                   TRAP_UNTRACED_AT, VFD_BASE)
-from .syscalls_x86_64 import NR
-
-# what would act on the host, refused or checked to name a process of the node
-# (calls/host.py): notified always
-HOST_CALLS = (
-    "bpf", "perf_event_open", "userfaultfd", "mount", "umount2", "pivot_root", "chroot",
-    "fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "fspick", "mount_setattr",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-    "create_module", "reboot", "swapon", "swapoff", "settimeofday", "clock_settime",
-    "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "keyctl", "add_key",
-    "request_key", "acct", "quotactl", "quotactl_fd", "iopl", "ioperm", "syslog",
-    "lookup_dcookie", "vhangup", "fanotify_init", "open_by_handle_at", "name_to_handle_at",
-    "nfsservctl", "uselib", "get_kernel_syms", "query_module", "_sysctl", "ustat",
-    "process_madvise", "migrate_pages", "move_pages",
-    "kill", "tkill", "tgkill", "pidfd_open", "process_vm_readv", "process_vm_writev", "rt_sigqueueinfo",
-    "sched_setscheduler", "sched_setparam", "sched_setattr", "setpriority", "ioprio_set",
-)
+from .syscalls import ALWAYS, ENOSYS, FD, FD3UP, MMAP, ROWS, SEGV, STATE
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_BIT = 0x40000000
@@ -75,23 +62,6 @@ def _off_arg(i: int) -> int:
     return 16 + 8 * i   # low 32 bits of args[i] on little endian
 
 
-ALWAYS = (
-    "socket", "execve", "execveat", "clock_gettime", "gettimeofday", "time",
-    "nanosleep", "clock_nanosleep", "poll", "ppoll", "select", "pselect6",
-    "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_create", "epoll_create1", "getrandom",
-    "clone", "clone3", "fork", "vfork", "getrlimit", "setrlimit", "prlimit64", "close_range",
-    "open", "openat", "openat2", "futex", "sched_yield", "exit", "rt_sigprocmask",
-    "sigaltstack", "setsid", "setpgid", "ptrace", "unshare", "setns",
-    # the names of POSIX shared-memory objects are the world's (shm.py)
-    "unlink", "unlinkat", "link", "linkat", "rename", "renameat", "renameat2",
-    # SysV IPC objects: refused where a node has no IPC namespace of its own; an
-    # AF_UNIX name outside the node's directory: refused (shm.py)
-    "shmget", "semget", "msgget", "bind",
-    # the machine a node sees is the model's (calls/machine.py)
-    "sched_getaffinity", "sched_setaffinity", "getcpu", "sysinfo", "uname",
-    # a copy of a process tree: its first process knows itself by the original's pid
-    "getpid", "getppid",
-) + HOST_CALLS
 # open calls answered in C unless their flags (the second number: an argument, or
 # -k: what argument k-1 points to) have O_TRUNC or O_CREAT (the disk model sees a
 # truncation, a new name)
@@ -100,36 +70,20 @@ ALWAYS = (
 # /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's), POSIX
 # shared-memory objects, /dev/shm/NAME (the world's: shm.py), and the files that
 # describe the machine (CPUs, memory, host name: the model's, calls/machine.py)
-PASS_OPEN = {NR["open"]: (0, 1), NR["openat"]: (1, 2), NR["openat2"]: (1, -3)}
+PASS_OPEN = {row.nr: (row.paths[0][1], row.flags) for row in ROWS if row.flags is not None}
 PASS_FLAGS = 0o1000 | 0o100    # O_TRUNC, O_CREAT
 PASS_NEEDLES = (b"limits", b"random", b"/dev/shm/", b"/sys/devices/system/cpu/", b"cpuinfo",
                 b"meminfo", b"hostname")
-REFUSED = ("io_uring_setup", "io_uring_enter", "io_uring_register")
-FD_ARG0 = (
-    "read", "close", "fstat", "lseek", "ioctl", "pread64", "readv", "preadv", "preadv2",
-    "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
-    "bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername",
-    "setsockopt", "getsockopt", "fsync", "fdatasync", "ftruncate",
-    "flock", "fchdir", "fchmod", "fchown", "getdents64", "newfstatat", "statx", "fstatfs",
-    "splice", "tee", "copy_file_range",
-)
-# also notified when the fd is 3 or 193: writes are state; a copy of the state fds
-# would let state escape cmc, so duplicating them is refused.
-WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2", "fcntl", "dup")
-DUPS = ("dup2", "dup3")
-FD_ARG01 = ("sendfile",)
-FD_ARG2 = ("epoll_ctl",)
-# With a page cache (disk fsync, fsync partial, strict: docs/target-contract.md, "The disk"), also: what makes
-# a file durable, and what makes or removes a name, always; the writes through any descriptor from 3 up (a file of the
-# node's directory is told apart in Python: readlink of the descriptor); the calls
-# that truncate or extend a file, or copy into one, always; a shared writable mmap
-# of a descriptor and msync (what is stored through the mapping of a node's file is
-# unsynced until msync(MS_SYNC) or an fsync: disk.py).
-DISK_ALWAYS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "truncate",
-               "creat", "ftruncate", "fallocate", "copy_file_range", "splice", "sendfile",
-               "rename", "renameat", "renameat2", "unlink", "unlinkat", "link", "linkat",
-               "symlink", "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat", "msync")
-DISK_WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
+# where a call notified on a descriptor goes, by its class and its descriptor arguments:
+# the writes and the dup family also when the fd is 3 or 193 (a copy of the state fds
+# would let state escape cmc)
+FD_CHECKS = {(FD, (0,)): "arg0", (STATE, (0,)): "write", (STATE, (0, 1)): "dup2",
+             (FD, (0, 1)): "arg01", (FD, (2,)): "arg2"}
+# With a page cache, a call's `disk` (syscalls.py) comes first: what makes a file durable
+# or makes or removes a name, always; a write through a descriptor from 3 up (a file of
+# the node's directory is told apart in Python: readlink of the descriptor); a shared
+# writable mmap of a descriptor.
+DISK_CHECKS = {ALWAYS: "notify", FD3UP: "fd3up", MMAP: "mmap"}
 MAP_SHARED = 0x01
 PROT_WRITE = 0x02
 JSET_K = 0x45
@@ -207,19 +161,23 @@ def build_filter(disk: bool = False, stdio: bool = False) -> list[tuple[int, int
     a.ld(OFF_NR)
     a.jump(JGE_K, X32_BIT, 0, 1)
     a.ja("enosys")
-    groups = [(ALWAYS, "notify"), (REFUSED, "enosys"), (("rt_sigaction",), "segv")]
+    groups = [(lambda r: r.notified == ALWAYS, "notify"),
+              (lambda r: r.notified == ENOSYS, "enosys"), (lambda r: r.notified == SEGV, "segv")]
     if disk:
-        groups += [(DISK_ALWAYS, "notify"), (DISK_WRITES, "fd3up"), (("mmap",), "mmap")]
-    groups += [(FD_ARG0, "arg0"), (WRITES, "write"), (DUPS, "dup2"), (FD_ARG01, "arg01"),
-               (FD_ARG2, "arg2")]
+        groups += [(lambda r, d=d: r.disk == d, target) for d, target in DISK_CHECKS.items()]
+    groups += [(lambda r, c=c: (r.notified, r.fds) == c, target)
+               for c, target in FD_CHECKS.items()]
     placed: set = set()
-    for group, target in groups:
-        for name in group:
-            if name not in NR or name in placed:
+    for test, target in groups:
+        for row in ROWS:
+            if row.nr in placed or not test(row):
                 continue
-            placed.add(name)
-            a.jump(JEQ_K, NR[name], 0, 1)
+            placed.add(row.nr)
+            a.jump(JEQ_K, row.nr, 0, 1)
             a.ja(target)
+    unplaced = [r.name for r in ROWS if r.notified in (FD, STATE) and r.nr not in placed]
+    if unplaced:
+        raise AssertionError(f"no filter check for the descriptors of {unplaced}")
     a.ret(RET_ALLOW)
 
     if disk:

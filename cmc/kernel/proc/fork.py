@@ -48,7 +48,7 @@ import time
 from ...errors import EngineError
 from ...interrupts import interrupts_held
 from ..linux import _native, procfs
-from ..linux.syscalls_x86_64 import NAME, NR
+from ..linux.syscalls import NAME, ON_CHILD, nrs
 from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
@@ -150,7 +150,7 @@ class Lease:
         # ends when nobody uses it and no copy is left (`retire`).
         tasks = node.tasks
         self.is_tree = tasks.alive and is_tree(node)
-        self.template = tasks.alive and (tasks.ns_root or node.cluster.spec.private_pids)
+        self.template = tasks.alive and (tasks.ns_root or node.setting.spec.private_pids)
         self.origin = tasks.origin      # the template this one was copied from
         self.dependents = 0
         self.pids = list(tasks.procs) if tasks.alive else []
@@ -177,7 +177,7 @@ class Lease:
                 for tid, state in self.kept.items():
                     node.tasks.threads[tid].kept = state
             return
-        world = node.cluster.roots.make()
+        world = node.setting.roots.make()
         cwd = os.path.join(world, "nodes", os.path.basename(self.cwd))
         fork = keep_process and node.tasks.alive
         if fork:
@@ -386,7 +386,7 @@ def lend(node) -> Lease:
 
 # Native calls a thread of a copied process tree may sleep in: the kernel restarts
 # them when the copy is made (a parent waiting for its children)
-TREE_NATIVE = frozenset((NR["wait4"], NR["waitid"]))
+TREE_NATIVE = nrs(lambda row: row.sleeps == ON_CHILD)
 # Copies of copies nest one PID namespace deeper each; Linux allows 32 levels
 MAX_NS_DEPTH = 30
 
@@ -397,7 +397,7 @@ def is_tree(node) -> bool:
     namespace (a copy of a tree, or machine pids private)."""
     tasks = node.tasks
     return (len(tasks.procs) > 1 or bool(tasks.reapable) or tasks.ns_root
-            or node.cluster.spec.private_pids)
+            or node.setting.spec.private_pids)
 
 
 def _tree_forkable(node) -> None:
@@ -509,7 +509,8 @@ def fork_world(cluster, root: str, saved: list | None = None):
     forked when it runs. `saved`, a list the caller keeps while nothing runs `cluster`
     (and empties when something does): its pickled record, made by the first copy
     and loaded again by the next (lending a node twice changes nothing)."""
-    if cluster.own_root is None or len(root) != len(cluster.own_root):
+    setting = cluster.setting
+    if setting.own_root is None or len(root) != len(setting.own_root):
         raise NotForkable("the copy's directory would not be as long as the original's")
     for n in cluster.nodes:
         forkable(n)
@@ -521,11 +522,12 @@ def fork_world(cluster, root: str, saved: list | None = None):
     if not saved:
         saved.append(save_record(cluster, [cluster.spec]))   # leases and listeners shared
     twin = load_record(saved[0])
-    twin.own_root = root
-    twin.outdir = os.path.join(root, "out")     # for the nodes it launches again
-    os.makedirs(twin.outdir)
+    setting = twin.setting
+    setting.own_root = root
+    setting.outdir = os.path.join(root, "out")     # for the nodes it launches again
+    os.makedirs(setting.outdir)
     hold_root(root)
-    twin.calls = []
+    setting.calls = []
     for lease in leases:
         lease.users += 1
     return twin

@@ -19,14 +19,10 @@ from ..linux.abi import VFD_BASE
 from ..world import clock
 from ..world.disk import Disk
 from ..linux.filter import PASS_FLAGS, PASS_NEEDLES, PASS_OPEN, build_filter
-from .scheduler import COUNTERS, Scheduler
+from .scheduler import COUNTERS, MONOTONIC_START_NS, REALTIME_START_NS, Scheduler
 from .tap import Tap
-from .zygote import Zygotes, go_on, last_index, zygote_stop
+from .zygote import Zygotes, zygote_stop
 
-# CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s
-# (docs/target-contract.md, "Time").
-REALTIME_START_NS = 1767225600 * 10**9
-MONOTONIC_START_NS = 1000 * 10**9
 
 # with a page cache? with stdin and stdout cmc's (a Maelstrom node)?
 _FILTERS = {(disk, stdio): build_filter(disk=disk, stdio=stdio)
@@ -77,8 +73,8 @@ def det_pad(shift: int) -> str:
 
 
 class Node:
-    def __init__(self, cluster, index: int, name: str, argv: list[str], cwd: str):
-        self.cluster = cluster
+    def __init__(self, setting, index: int, name: str, argv: list[str], cwd: str):
+        self.setting = setting         # what it is handed of its world (world/setting.py)
         self.index = index
         self.name = name
         self.argv = argv
@@ -90,7 +86,7 @@ class Node:
         self.history: list = []        # input history, for nodes without fd-3 state
                                        # (docs/target-contract.md, "Worlds and actions")
         self.durable = None
-        self.disk = Disk(cluster.spec.disk, cwd)   # its files' page cache (disk.py)
+        self.disk = Disk(setting.spec.disk, cwd)   # its files' page cache (disk.py)
         # Copying (fork.py): the Lease this record shares the node's processes and
         # directory by, else None; `root`, the world root its own directory is in.
         self.lease = None
@@ -113,16 +109,25 @@ class Node:
 
     nofile_start = NOFILE_START
 
+    @property
+    def net(self):
+        """The network of the world this node is in (its setting's)."""
+        return self.setting.net
+
+    def where(self) -> str:
+        """The start of a message about this node: its name and the step being taken."""
+        return self.setting.where(self)
+
     # -- process ---------------------------------------------------------------
     def launch(self) -> None:
         self.own()                       # its directory, when it is another world's too
-        zygotes = Zygotes.of(self.cluster)                # copying (--fast)
+        zygotes = Zygotes.of(self.setting)                # copying (--fast)
         key = zygotes.key(self) if zygotes is not None else None
         zygote = zygotes.find(key) if zygotes is not None else None
         if zygote is not None and self._start_from(zygotes, key, zygote):
             return                       # the start this key makes, run once (zygote.py)
         self._reset_incarnation()
-        out = self.cluster.output_path(self)
+        out = self.setting.output_path(self)
         null_in, null_out = _devnull()
         with open(out + ".stdout", "ab") as so, open(out + ".stderr", "ab") as se:
             env = {
@@ -132,17 +137,17 @@ class Node:
                 "CMC_NODE": str(self.index),
                 "CMC_INCARNATION": str(self.incarnation),
             }
-            if self.cluster.shift:
-                env[DET_PAD_NAME] = det_pad(self.cluster.shift)
+            if self.setting.shift:
+                env[DET_PAD_NAME] = det_pad(self.setting.shift)
             fds = [null_in, so.fileno(), se.fileno(), null_out, null_out]
             with interrupts_held():       # no process started and not recorded
                 try:
                     pid, listener, keepalive = _native.spawn(
                         self.argv[0], self.argv, env, self.cwd, fds,
                         _FILTERS[self.disk.on, self.stdio], VFD_BASE,
-                        self.cluster.spec.private_pids)
+                        self.setting.spec.private_pids)
                 except OSError as e:
-                    if self.cluster.spec.private_pids and e.errno == errno.EPERM:
+                    if self.setting.spec.private_pids and e.errno == errno.EPERM:
                         raise UnsupportedMachine(
                             f"cannot start node {self.name} in a PID namespace of its own "
                             "(machine pids private): making one needs CAP_SYS_ADMIN "
@@ -153,7 +158,7 @@ class Node:
                         "notification)") from None
                 self.tasks.attach(pid, Tap(listener, pid))
         if self.stdio:
-            self.cluster.open_stdio(self)
+            self.net.open_stdio(self)
         COUNTERS["launches"] += 1
         if zygotes is not None and zygotes.wanted(key):
             self.tasks.pausing = zygote_stop    # at the end of its start: kept (zygote.py)
@@ -167,10 +172,10 @@ class Node:
         paused, self.tasks.paused = self.tasks.paused, None
         if paused is None:
             return
-        last = last_index(self.tasks)
+        last = self.tasks.last_answered()
         zygote = zygotes.make(self, key, last)
         if zygote is None:
-            go_on(self.tasks, last)
+            self.tasks.go_on(last)
         elif not self._start_from(zygotes, key, zygote):
             for stream in (".stdout", ".stderr"):   # its start's output: printed again
                 os.truncate(out + stream, 0)
@@ -187,7 +192,7 @@ class Node:
                 self.kill()
             return False
         COUNTERS["zygote starts"] += 1
-        go_on(self.tasks, zygote.last)
+        self.tasks.go_on(zygote.last)
         return True
 
     @property
@@ -230,7 +235,7 @@ class Node:
     def now_ns(self) -> int:
         """The node's logical time since its first launch: its own (time async: it
         moves only on its FIREs) or the cluster's one clock (time virtual)."""
-        return self.cluster.net.clock if self.cluster.virtual else self.elapsed_ns
+        return self.net.clock if self.setting.virtual else self.elapsed_ns
 
     def realtime_ns(self) -> int:
         return REALTIME_START_NS + self.now_ns()
@@ -238,25 +243,12 @@ class Node:
     def monotonic_ns(self) -> int:
         return MONOTONIC_START_NS + self.now_ns()
 
-    def alone(self, thread):
-        """What recv needs to answer some calls of `thread` itself (or NULL): when it is
-        the one thread of the node that runs, the others held in calls or asleep, its
-        clock reads and its signal mask and stack calls would be answered at once and
-        it would go on anyway (Scheduler._runnable: the thread that ran last goes on);
-        not under time virtual, where reading the clock moves it (polls), nor while the
-        calls are recorded (docs/design.md, "Calls of the one running thread answered
-        in C")."""
-        if thread is None or self.cluster.virtual or self.cluster.recording:
-            return _native.ffi.NULL
-        e = self.elapsed_ns                  # now_ns() under time async
-        return _native.alone(thread.tid, REALTIME_START_NS + e, MONOTONIC_START_NS + e, e)
-
     def pass_time(self, ns: int) -> None:
         """A call of the node takes `ns` of its time (an expired futex deadline, a read
         of a clock that is being polled): under time virtual, the cluster's clock
         moves, never past a deadline or a message's latency bound (world/clock.py)."""
-        if self.cluster.virtual:
-            clock.advance(self.cluster, ns)
+        if self.setting.virtual:
+            clock.advance(self.setting, ns)
         else:
             self.elapsed_ns += ns
 
@@ -298,7 +290,7 @@ class Node:
         while True:
             nl = buf.find(b"\n")
             if nl < 0 and len(buf) > STATE_LINE_MAX or nl > STATE_LINE_MAX:
-                raise TargetError(self.cluster.where(self) +
+                raise TargetError(self.where() +
                                   f"wrote a line of more than {STATE_LINE_MAX} bytes on fd {fd} "
                                   f"(it starts {bytes(buf[:80])!r}); a state line is kept in "
                                   "every world, so it is at most 1 MiB "
@@ -310,7 +302,7 @@ class Node:
             try:
                 value = json.loads(line.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
-                raise TargetError(self.cluster.where(self) +
+                raise TargetError(self.where() +
                                   f"wrote a line that is not JSON on fd {fd}: {line[:200]!r}") from None
             if fd == 3:
                 self.volatile = value

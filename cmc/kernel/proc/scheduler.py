@@ -41,23 +41,30 @@ import time
 from ...errors import EngineError, NotForkable, TargetError
 from ..calls.answer import ANSWERED, CONTINUE, Block, Err
 from ..calls.calllog import render
+from ..calls.dispatch import dispatch
+from ..calls.sockets import close_all
 from ..linux import _native, procfs
 from ..linux.procfs import task_children, task_cpu, task_ids, task_state
 from ..calls.handler import fd_arg, signed
-from ..linux.syscalls_x86_64 import NAME, NR
+from ..linux.syscalls import NAME, NR, ON_CHILD, ROWS, nrs
 from ..world.net import fmt_addr
 from .reaping import end_status
 from .tasks import Tasks, _past_fork
+
+# CLOCK_REALTIME starts at 2026-01-01T00:00:00Z, CLOCK_MONOTONIC at 1000 s
+# (docs/target-contract.md, "Time").
+REALTIME_START_NS = 1767225600 * 10**9
+MONOTONIC_START_NS = 1000 * 10**9
 from .tasks import NATIVE_WAITS, Process, Thread
 
 # What the kernel makes of an interrupted call's return (include/linux/errno.h): with a
 # signal handler, ERESTARTSYS is EINTR unless SA_RESTART (then the call is made again);
 # ERESTARTNOHAND is EINTR; with no handler run, either is made again.
 ERESTARTSYS, ERESTARTNOHAND = 512, 514
-NO_RESTART = frozenset(("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait",
-                        "epoll_pwait2", "nanosleep", "clock_nanosleep", "pause"))
-VFORKS = frozenset((NR["vfork"], NR["clone"], NR["clone3"]))
-WAITS_FOR_CHILD = frozenset((NR["wait4"], NR["waitid"]))
+# (calls Linux never restarts; calls that may vfork; waits for a child: linux/syscalls.py)
+NO_RESTART = frozenset(row.name for row in ROWS if not row.restarts)
+VFORKS = nrs(lambda row: row.vfork)
+WAITS_FOR_CHILD = nrs(lambda row: row.sleeps == ON_CHILD)
 
 # Totals for benchmarks (experiments/bench.py): launches and notifications answered.
 COUNTERS = {"launches": 0, "notifications": 0, "zygote starts": 0}
@@ -104,7 +111,7 @@ class Scheduler(Tasks):
         or the process has exited."""
         # The watchdog is real time per step: a node that keeps making calls that
         # complete at once (a busy loop of EAGAINs) is caught as well as a silent one.
-        self._deadline = time.monotonic() + self.node.cluster.watchdog_s
+        self._deadline = time.monotonic() + self.node.setting.watchdog_s
         self._starving = None                # (CPU seconds, extensions) at the deadline
         self.node.own()                      # a process lent to other worlds is forked first
         try:
@@ -127,8 +134,8 @@ class Scheduler(Tasks):
         if result is ANSWERED or self._answer(notif, result):
             return True
         pidfd = thread.proc.pidfd     # ended, or its call was taken back (a signal): not a hang
-        if pidfd >= 0 and not select.select([pidfd], [], [], self.node.cluster.watchdog_s)[0]:
-            raise EngineError(self.node.cluster.where(self.node) + f"thread {thread.index}: its "
+        if pidfd >= 0 and not select.select([pidfd], [], [], self.node.setting.watchdog_s)[0]:
+            raise EngineError(self.node.where() + f"thread {thread.index}: its "
                               f"{NAME.get(notif.nr, notif.nr)} call was taken back before cmc "
                               "answered it, and its process did not end")
         return self._gone(thread.proc)
@@ -187,6 +194,32 @@ class Scheduler(Tasks):
             self._arrive(notif)
 
     _last = None
+
+    def _alone(self, thread):
+        """What recv needs to answer some calls of `thread` itself (or NULL): when it is
+        the one thread of the node that runs, the others held in calls or asleep, its
+        clock reads and its signal mask and stack calls would be answered at once and
+        it would go on anyway (`_runnable`: the thread that ran last goes on); not under
+        time virtual, where reading the clock moves it (polls), nor while the calls are
+        recorded (docs/design.md, "Calls of the one running thread answered in C")."""
+        setting = self.node.setting
+        if thread is None or setting.virtual or setting.recording:
+            return _native.ffi.NULL
+        e = self.node.elapsed_ns             # now_ns() under time async
+        return _native.alone(thread.tid, REALTIME_START_NS + e, MONOTONIC_START_NS + e, e)
+
+    # -- a run stopped by `pausing` (a start kept: zygote.py; a FIRE tried for folding)
+    def last_answered(self) -> int | None:
+        """The index of the thread a paused run answered last."""
+        return self._last.index if self._last is not None else None
+
+    def go_on(self, index: int | None) -> None:
+        """Go on with a run stopped by `pausing` as if it had not stopped: the same
+        choice of the next thread (`_runnable`) from the thread answered last (`index`)."""
+        last = next((t for t in self.threads.values() if t.index == index), None)
+        outcome = self._runnable(last)
+        if outcome is not None:
+            self.run(outcome)
 
     def _settled(self, loose: list[Thread]) -> bool:
         """Look at the threads not held, in the kernel: find the new one (after a
@@ -308,9 +341,9 @@ class Scheduler(Tasks):
         return t, t.block.attempt()
 
     def _answer(self, notif, result) -> bool:
-        if self.node.cluster.recording:
-            self.node.cluster.calls.append((self.node.name, render(notif.nr, notif.args, result,
-                                                         getattr(result, "moved", None))))
+        if self.node.setting.recording:
+            self.node.setting.log_call(self.node, render(notif.nr, notif.args, result,
+                                                         getattr(result, "moved", None)))
         if result is CONTINUE:
             return _native.respond(self.listener, notif.id, cont=True)
         if isinstance(result, Err):
@@ -325,7 +358,7 @@ class Scheduler(Tasks):
         if self.pausing is not None and self.pausing(t):
             self.paused = t
             return None
-        result = self.node.cluster.dispatch(t.proc, t.notif)
+        result = dispatch(t.proc, t.notif)
         if isinstance(result, Block):
             t.block = result
             result.since = self.node.now_ns()
@@ -344,7 +377,7 @@ class Scheduler(Tasks):
     def fire(self, tag: int = 0) -> None:
         """The timeout of the blocked call of the thread with `tag` (Thread.tag) expires."""
         t = next(t for t in self.threads.values() if t.tag == tag)
-        if not self.node.cluster.virtual:     # else the cluster moved its clock
+        if not self.node.setting.virtual:     # else the cluster moved its clock
             self.node.elapsed_ns += t.block.timeout_ns
         self.run((t, t.block.on_fire()))
 
@@ -369,14 +402,14 @@ class Scheduler(Tasks):
                 if time.monotonic() < self._deadline:
                     continue
                 if self._starved():
-                    self._deadline = time.monotonic() + self.node.cluster.watchdog_s
+                    self._deadline = time.monotonic() + self.node.setting.watchdog_s
                     continue
-                raise TargetError(self.node.cluster.where(self.node) + self._stuck() +
-                                  f" for {self.node.cluster.watchdog_s:g} s without blocking in an "
+                raise TargetError(self.node.where() + self._stuck() +
+                                  f" for {self.node.setting.watchdog_s:g} s without blocking in an "
                                   "emulated call (watchdog; raise it with --watchdog)")
             if events.get(self.listener, 0) & select.POLLIN:
                 try:
-                    notif = _native.recv(self.listener, self.node.alone(alone))
+                    notif = _native.recv(self.listener, self._alone(alone))
                 except OSError:
                     notif = None
                 if notif is not None:
@@ -417,21 +450,21 @@ class Scheduler(Tasks):
                 status = signal.SIGKILL
             self.pid = 0
             self.forget(proc)
-            self.node.cluster.process_exited(proc)
+            close_all(proc)
             if os.WIFSIGNALED(status):
                 self.kill()               # the rest of its tree goes with it
                 sig = signal.Signals(os.WTERMSIG(status)).name
-                raise TargetError(self.node.cluster.where(self.node) +
+                raise TargetError(self.node.where() +
                                   f"died of signal {sig} outside a CRASH action")
             code = os.WEXITSTATUS(status)
             if code != 0:
                 self.kill()
-                raise TargetError(self.node.cluster.where(self.node) +
+                raise TargetError(self.node.where() +
                                   f"exited with status {code} outside a CRASH action" +
-                                  self.node.cluster.stderr_tail(self.node))
+                                  self.node.setting.stderr_tail(self.node))
         else:
             self.forget(proc)
-            self.node.cluster.process_exited(proc)
+            close_all(proc)
             self.reapable.append(proc.pid)
         self.reaped_since()
         if orphan is not None and self.forking is not None:
@@ -439,7 +472,7 @@ class Scheduler(Tasks):
         if self.procs:
             return True
         self.detach()
-        self.node.cluster.node_exited(self.node)
+        self.node.net.collect()           # every process of it ended by itself
         return False
 
     def _orphan(self) -> int | None:
@@ -508,9 +541,9 @@ class Scheduler(Tasks):
     def _timeout(self, block) -> int | None:
         """What the fingerprint holds of a wait's timeout: the timeout itself (time
         async), or the time left to its deadline (time virtual), never the clock."""
-        if block.timeout_ns is None or not self.node.cluster.virtual:
+        if block.timeout_ns is None or not self.node.setting.virtual:
             return block.timeout_ns
-        return block.since + block.timeout_ns - self.node.cluster.net.clock
+        return block.since + block.timeout_ns - self.node.net.clock
 
     def _starved(self) -> bool:
         """At the watchdog's deadline: whether the threads running are waiting for a CPU
@@ -527,7 +560,7 @@ class Scheduler(Tasks):
         self._starving = (cpu, extended + 1)
         if extended >= 5:
             return False
-        return before is None or cpu - before < self.node.cluster.watchdog_s / 2
+        return before is None or cpu - before < self.node.setting.watchdog_s / 2
 
     def _stuck(self) -> str:
         """Who kept running, for the watchdog's message."""
@@ -596,5 +629,4 @@ def _blocked_on(t: Thread) -> tuple:
     return (fmt_addr(sock.local),) if sock.listening and sock.local is not None else ()
 
 
-_ON_FD = frozenset(NR[n] for n in ("read", "readv", "recvfrom", "recvmsg", "write", "writev",
-                                   "sendto", "sendmsg", "accept", "accept4", "connect"))
+_ON_FD = nrs(lambda row: row.on_socket)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from ...interrupts import interrupts_held
 from ..linux import _native, procfs
 from ..linux.procfs import task_state
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import nrs
 from .reaping import _reaped, reap_killed, reap_orphans
 from .tap import Tap
 
@@ -58,11 +58,8 @@ from .tap import Tap
 # child reaped): a thread asleep in one does not keep its node from being quiescent.
 # The poll family is there too: over real descriptors only and without a timeout, cmc
 # lets the real kernel wait (calls/waits.py), for a pipe another thread writes, say.
-NATIVE_WAITS = frozenset(NR[n] for n in (
-    "read", "readv", "pread64", "recvfrom", "recvmsg", "pause", "rt_sigsuspend",
-    "rt_sigtimedwait", "wait4", "waitid", "accept", "accept4", "flock",
-    "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2",
-))
+# (Their rows' `sleeps`, linux/syscalls.py.)
+NATIVE_WAITS = nrs(lambda row: row.sleeps is not None)
 
 
 @dataclass
@@ -172,14 +169,11 @@ class Process:
             self.nofile = parent.nofile
 
     def __getstate__(self):
-        """A copy (fork.py) shares the process by a lease, not the original's pidfd."""
+        """A copy (fork.py) shares the process by a lease, not the original's pidfd
+        (the slots as pickle sets them: no dict, then the slots)."""
         state = {k: getattr(self, k) for k in Process.__slots__}
         state.update(pidfd=-1)
-        return state
-
-    def __setstate__(self, state):
-        for k, v in state.items():
-            setattr(self, k, v)
+        return None, state
 
     def __repr__(self) -> str:
         return f"<process {self.number} of node {self.node.name}>"
@@ -343,7 +337,7 @@ class Tasks:
         copy, `zombies` the copies of its ended children not reaped yet. The root's copy
         is process 1 of a PID namespace, its pid in the program's eyes the original's."""
         root = next(iter(pids.values()))
-        if not self.ns_root and not self.node.cluster.spec.private_pids:
+        if not self.ns_root and not self.node.setting.spec.private_pids:
             self.root_known = self.root_known or self.pid   # a start's copy's: the start's
             self.parent_known = self.parent_known or parent_known
         self.ns_root = True
@@ -466,7 +460,7 @@ class Tasks:
             reap_killed(self.pid, later and not others and not self.ns_root)
         self.reapable = []
         self.detach()
-        reap_orphans(others, self.node.cluster.watchdog_s)
+        reap_orphans(others, self.node.setting.watchdog_s)
 
     def _new_task(self, tid: int) -> Thread:
         """The first call of a thread cmc has not seen: a new thread of one of the
@@ -546,7 +540,7 @@ class Tasks:
         namespace of its own (procfs: NSpid); otherwise the same number."""
         if self.root_known and pid == self.root_known:
             return self.pid
-        if not (self.node.cluster.spec.private_pids or self.ns_root) or pid <= 0:
+        if not (self.node.setting.spec.private_pids or self.ns_root) or pid <= 0:
             return pid
         for proc in self.procs.values():
             if procfs.ns_pid(proc.pid) == pid:

@@ -29,29 +29,29 @@ from ..calls.handler import fd_arg
 from ..calls.threads import clone_flags
 from ..linux import _native, procfs
 from ..linux.abi import CLONE_NEWIPC, CLONE_THREAD, F_GETFD, F_GETFL, VFD_BASE
-from ..linux.syscalls_x86_64 import NR
+from ..linux.syscalls import (ROWS, START_ANY, START_EPOLL, START_EXEC, START_FLAGS, START_OWN,
+                              START_PATH, START_REAL, START_THREAD, nrs)
 from ..world.content import directory_shape
 from .copyplan import directory_names, fd_plan
 from .fork import Lease
 from .record import _BY_IDENTITY, load_record, save_record
 
-# Calls a start makes that act on nothing but the incarnation's own record: its threads
-# and their signal state, its clocks and sleeps, its random stream, its limits, the
-# machine's description, its own new sockets and epoll instances.
-_ALWAYS = frozenset(NR[n] for n in (
-    "futex", "rt_sigprocmask", "rt_sigaction", "sigaltstack", "sched_getaffinity",
-    "sched_yield", "getrlimit", "setrlimit", "prlimit64", "getrandom", "clock_gettime",
-    "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep", "uname",
-    "sysinfo", "getcpu", "epoll_create", "epoll_create1", "socket", "execve", "exit",
-    "getpid", "getppid"))
+# Calls a start makes (their rows' `start`, linux/syscalls.py) that act on nothing but
+# the incarnation's own record: its threads and their signal state, its clocks and
+# sleeps, its random stream, its limits, the machine's description, its own new sockets
+# and epoll instances; an exec, not into the node's directory.
+_ALWAYS = nrs(lambda row: row.start in (START_ANY, START_EXEC))
+_EXECS = nrs(lambda row: row.start == START_EXEC)
 # (getpid: a copy is answered the kept start's pid, and that pid is the copy's wherever
 # the program names it; to every other process it is a pid no process has: Zygote.start)
 # ... and on a descriptor: one of its own sockets while it is bound to nothing (or a
 # real one: bind of an AF_UNIX or netlink socket runs natively), or an epoll instance
-_ON_OWN_FD = frozenset(NR[n] for n in (
-    "setsockopt", "getsockopt", "getsockname", "fcntl", "ioctl", "close"))
-_OPENS = {NR["open"]: 0, NR["openat"]: 1}
-_CLONES = frozenset((NR["clone"], NR["clone3"]))
+_ON_OWN_FD = nrs(lambda row: row.start in (START_OWN, START_FLAGS))
+_FLAGS = nrs(lambda row: row.start == START_FLAGS)
+_ON_REAL_FD = nrs(lambda row: row.start == START_REAL)
+_EPOLLS = nrs(lambda row: row.start == START_EPOLL)
+_OPENS = {row.nr: row.paths[0][1] for row in ROWS if row.start == START_PATH}
+_CLONES = nrs(lambda row: row.start == START_THREAD)
 
 # A node whose start could not be kept this often is launched from then on
 REFUSALS = 3
@@ -62,7 +62,7 @@ KEPT = 16
 def starts_up(t) -> bool:
     """Whether thread t's held call may be part of a start kept as a zygote."""
     nr, args, proc = t.notif.nr, t.notif.args, t.proc
-    if nr == NR["execve"] and _into_directory(proc, proc.read_cstr(args[0])):
+    if nr in _EXECS and _into_directory(proc, proc.read_cstr(args[0])):
         return False
     if nr in _ALWAYS:
         return True
@@ -74,11 +74,11 @@ def starts_up(t) -> bool:
         path = proc.read_cstr(args[at])
         return (path is not None and b"/dev/shm" not in path and not _into_directory(proc, path)
                 and not args[at + 1] & (os.O_CREAT | os.O_TRUNC))
-    if nr == NR["bind"]:
+    if nr in _ON_REAL_FD:
         return fd_arg(args[0]) < VFD_BASE
-    if nr == NR["epoll_ctl"]:
+    if nr in _EPOLLS:
         return fd_arg(args[0]) in proc.epolls and _own(proc, fd_arg(args[2]))
-    if nr == NR["fcntl"] and args[1] & 0xFFFFFFFF in (F_GETFD, F_GETFL):
+    if nr in _FLAGS and args[1] & 0xFFFFFFFF in (F_GETFD, F_GETFL):
         return True        # a reading of a descriptor's flags (Go's os.NewFile of fd 3)
     if nr in _ON_OWN_FD:
         return _own(proc, fd_arg(args[0]))
@@ -97,22 +97,6 @@ def _into_directory(proc, path: bytes | None) -> bool:
 def zygote_stop(t) -> bool:
     """Tasks.pausing while a zygote's start runs: stop at the first call outside it."""
     return not starts_up(t)
-
-
-def last_index(tasks) -> int | None:
-    """The index of the thread a paused run answered last (Scheduler._last)."""
-    last = getattr(tasks, "_last", None)
-    return last.index if last is not None else None
-
-
-def go_on(tasks, index: int | None) -> None:
-    """Go on with a run stopped by `pausing` as if it had not stopped: the same
-    choice of the next thread (Scheduler._runnable) from the thread answered last
-    (its index)."""
-    last = next((t for t in tasks.threads.values() if t.index == index), None)
-    outcome = tasks._runnable(last)
-    if outcome is not None:
-        tasks.run(outcome)
 
 
 def _own(proc, fd: int) -> bool:
@@ -172,7 +156,7 @@ class Zygote:
         # and translates it), as a launch's knows the launch by its own
         node.tasks.root_known, node.tasks.parent_known = self.pid, self.ppid
         # its stdout and stderr: this incarnation's files, as a launch's
-        out = node.cluster.output_path(node)
+        out = node.setting.output_path(node)
         held = next(iter(node.tasks.threads.values())).notif.id
         for fd, stream in ((1, ".stdout"), (2, ".stderr")):
             src = os.open(out + stream, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
@@ -196,8 +180,8 @@ _INCARNATION = ("volatile", "volatile_emitted", "bufs", "tasks", "next_ino", "sp
 
 
 def _world_parts(node) -> list:
-    cluster = node.cluster
-    return [node, cluster, cluster.spec, cluster.net, node.disk]
+    setting = node.setting
+    return [node, setting, setting.spec, setting.net, node.disk]
 
 
 class Zygotes:
@@ -206,10 +190,10 @@ class Zygotes:
     most recently used last; at most KEPT at a time."""
 
     @classmethod
-    def of(cls, cluster) -> "Zygotes | None":
+    def of(cls, setting) -> "Zygotes | None":
         """The run's zygotes, made at its first launch; None when the run does not copy
         worlds (no Roots: --no-fast)."""
-        roots = getattr(cluster, "roots", None)
+        roots = setting.roots
         if roots is None:
             return None
         if roots.zygotes is None:
@@ -223,9 +207,9 @@ class Zygotes:
 
     def key(self, node) -> tuple | None:
         """What a start depends on, or None for a node whose start is not kept."""
-        cluster = node.cluster
-        if (cluster.virtual or cluster.shift or cluster.recording or node.stdio
-                or cluster.spec.private_pids):
+        setting = node.setting
+        if (setting.virtual or setting.shift or setting.recording or node.stdio
+                or setting.spec.private_pids):
             return None
         if self.refused[node.index] >= REFUSALS:
             return None

@@ -469,9 +469,9 @@ def in_another_world(node, path: str) -> bool:
     """Whether path lies in the directory of another world of this run (copying: each
     world's nodes work in directories of their own, beside the others'; a node's may
     lie in the root of the world it was first copied in, fork.py)."""
-    root = node.cluster.own_root
+    root = node.setting.own_root
     if root is None:
         return False
     return path.startswith(os.path.dirname(root) + "/") and not any(
         path == n.cwd or path.startswith((n.cwd + "/", n.cwd + ".shm/"))
-        for n in node.cluster.nodes)
+        for n in node.setting.nodes)

@@ -9,8 +9,12 @@ messages of their own, after the data sent before them (docs/target-contract.md,
 "The network: virtual sockets").
 
 The environment acts only on channels (DELIVER, DROP, DUP); nodes act only on their
-sockets. A ghost client is an endpoint owned by no node: bytes sent to it are
-consumed at once and split into reply lines by the cluster.
+sockets, and send through `Network.send`. A ghost client is an endpoint owned by no
+node: bytes sent to it are consumed at once and split into reply lines (clients.py).
+The cluster makes the world's network at construction and tells it who is at the ends
+(`attach`: the world's setting, its clients and their ledger); a world some of whose
+nodes speak Maelstrom's protocol has Maelstrom's network (kernel/maelstrom.py), which
+adds its letters, clients and services through the hooks at the end of `Network`.
 
 The network also holds the rules of what the environment may do to it and what
 that does (`keyed`, `messages`, `deliver`, `drop`, `dup`, the datagram ones, and
@@ -188,6 +192,44 @@ class Network:
         # --por: tables a step looked up without necessarily changing them (cleared by
         # Cluster.apply; Cluster.touched)
         self.reads: set[str] = set()
+        self.setting = None           # who is at the ends (`attach`)
+        self.ledger = None
+        self.clients: dict = {}
+
+    def attach(self, setting, ledger, clients) -> None:
+        """The world this is the network of: its setting (nodes, spec, where), the
+        ghost clients by name, and the ledger their replies go to."""
+        self.setting = setting
+        self.ledger = ledger
+        self.clients = {c.name: c for c in clients}
+
+    # -- names of the ends -----------------------------------------------------
+    def name_of(self, owner: Owner) -> str:
+        return self.setting.nodes[owner.node].name if owner.client is None else owner.client
+
+    def _dst_name(self, conn: Connection) -> str:
+        if conn.b is not None:
+            return self.name_of(conn.b.owner)
+        found = self.listener_for(conn.dst)
+        return self.setting.nodes[found[0]].name if found else fmt_addr(conn.dst)
+
+    def chan_names(self, conn: Connection, side: int) -> tuple[str, str]:
+        """The sender and receiver of side `side` of conn, by name."""
+        a, b = self.name_of(conn.a.owner), self._dst_name(conn)
+        return (a, b) if side == 0 else (b, a)
+
+    def dgram_names(self, d) -> tuple[str, str]:
+        found = self.udp_for(d.dst)
+        nodes = self.setting.nodes
+        return nodes[d.src_node].name, nodes[found[0]].name if found else fmt_addr(d.dst)
+
+    def restricted(self, node: int) -> bool:
+        """Whether node `node` has a `peers` line (it may reach only those it names)."""
+        return node in self.setting.spec.peers
+
+    def check_peer(self, sender: int, receiver: int, what: str, addr) -> None:
+        """A `peers` line: node `sender` reaches node `receiver` (Setting.check_peer)."""
+        self.setting.check_peer(sender, receiver, what, addr)
 
     # -- lookups -------------------------------------------------------------
     PORTS = 999     # ephemeral ports of a node: 40001 + 1000 * index, and the 998 above
@@ -280,7 +322,29 @@ class Network:
         self.conns.append(conn)
         return conn
 
-    def send(self, conn: Connection, side: int, msg: Msg, names: str = "") -> None:
+    def send(self, conn: Connection, side: int, msg: Msg) -> None:
+        """A node sends on its end of conn. Bytes to a ghost client are consumed at once
+        (no DELIVER, no DROP: docs/model-file.md, the `client` statement)."""
+        receiver = conn.end(1 - side)
+        if receiver is not None:
+            sender = conn.end(side).owner.node
+            if sender is not None and receiver.owner.node is not None:
+                self.check_peer(sender, receiver.owner.node, "sends to",
+                                conn.dst if side == 0 else conn.a.addr)
+        if receiver is not None and receiver.owner.client is not None:
+            client = self.clients[receiver.owner.client]
+            if msg.kind == DATA:
+                client.receive(self.ledger, self, conn, msg.data)
+            else:
+                client.finished = True
+                receiver.closed = True
+                self.collect()
+            return
+        full = len(conn.chan[side]) >= self.channel_cap     # name the ends in the error
+        self.put(conn, side, msg, " -> ".join(self.chan_names(conn, side)) if full else "")
+
+    def put(self, conn: Connection, side: int, msg: Msg, names: str = "") -> None:
+        """Msg into side `side`'s channel of conn, stamped with the clock."""
         chan = conn.chan[side]
         if len(chan) >= self.channel_cap:
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} messages "
@@ -446,6 +510,43 @@ class Network:
             return ep is None or ep.closed
         self.conns = [c for c in self.conns
                       if not (gone(c.a) and gone(c.b) and c.in_flight() == 0)]
+
+
+    # -- what a network of another kind adds (kernel/maelstrom.py) -------------------
+    def launched(self) -> None:
+        """The world's nodes and ghost clients are launched."""
+
+    def own_actions(self, budgets: dict) -> list:
+        """Actions on what this network holds beside connections and datagrams, first
+        among the world's."""
+        return []
+
+    starts = False          # whether it has clients of its own that start at a time
+
+    def with_starts(self, actions: list, budgets: dict) -> list:
+        """The world's enabled actions with a start of one of its clients among them."""
+        return actions
+
+    def take(self, action, budgets: dict) -> bool:
+        """Take `action` if it is one of this network's own; whether it was."""
+        return False
+
+    def foldable(self, fire, budgets: dict):
+        """The FIRE the world would fold into the step just taken, or None."""
+        return fire
+
+    def world(self):
+        """What the fingerprint covers beyond connections and datagrams (None: nothing)."""
+        return None
+
+    def parts(self) -> list[tuple[str, dict]]:
+        return []
+
+    def traits(self, out: dict) -> dict:
+        return out
+
+    def view(self) -> list[dict]:
+        return []
 
 
 def sock_timeout(sock: Sock, opt: int) -> int | None:
