@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from .engine.model import Action, ActionKind, CopyFailed, Property
+from .engine.model import Action, ActionKind, CopyFailed, Property, PropertyKind
 from .errors import ModelError
 from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
 from .kernel.maelstrom import MaelstromClient, MaelstromSpec, make_cluster
@@ -46,7 +46,8 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         disk=model.disk,
         channel_cap=channel_cap,
         watchdog_s=watchdog_s,
-        history=any(p.kind == "linearizable" for p in model.properties),
+        history=any(PropertyKind(p.kind) is PropertyKind.LINEARIZABLE
+                    for p in model.properties),
         time=model.time.mode,
         latency_ns=model.time.latency_ns,
         horizon_ns=model.time.horizon_ns,
@@ -96,8 +97,9 @@ def engine_properties(model) -> list[Property]:
 
     def history(view):
         return history_rows(model, view)
-    return [Property(p.kind, p.name, linearizable, history) if p.kind == "linearizable"
-            else Property(p.kind, p.name, checker(p)) for p in model.properties]
+    kinds = [PropertyKind(p.kind) for p in model.properties]     # the model file's words
+    return [Property(kind, p.name, linearizable, history) if kind is PropertyKind.LINEARIZABLE
+            else Property(kind, p.name, checker(p)) for kind, p in zip(kinds, model.properties)]
 
 
 def engine_action(a) -> Action:

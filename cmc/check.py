@@ -30,7 +30,7 @@ from .lang.workloads import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS,  # c
                              check_horizon, model_text)
 from .report.console import make_reporter
 from .report.html import report_from_trace, write_html
-from .report.tlc import KIND_WORDING, TlcReporter
+from .report.tlc import TlcReporter
 from .report.trace import conflicts, read_trace, write_trace
 from .interrupts import interrupts_held
 from .resources import Bound
@@ -40,6 +40,8 @@ from .machines import pin_cpu
 DEFAULT_LIVE_STEPS = 100
 DEFAULT_CHANNEL_CAP = 64
 DEFAULT_WALKS = 100
+# `cmc maelstrom`'s workloads, for cli.py (which may not import the language)
+FOR_MAELSTROM = (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, model_text)
 
 
 class Run:
@@ -216,9 +218,9 @@ def recorded_steps(model, args, outcome, workroot: str):
 
 def write_report_page(path: str, model, outcome, steps, reporter) -> None:
     prop = outcome.prop
-    message = KIND_WORDING[prop.kind].format(prop.name) if outcome.verdict != "ok" else \
+    message = prop.kind.violated(prop.name) if outcome.verdict != "ok" else \
         f"The behavior no longer violates {prop.kind} {prop.name}."
-    report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind,
+    report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind.value,
                                prop_name=prop.name, message=message, steps=steps,
                                clients=[c.name for c in model.clients],
                                verdict=outcome.verdict,

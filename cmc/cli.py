@@ -29,21 +29,19 @@ from .scratch import remove_all
 EXIT_OK, EXIT_VIOLATION, EXIT_MODEL = 0, 1, 2
 EXIT_INTERRUPTED = 130
 
-# TLC's ExitStatus (tlc2/output/EC.java): VIOLATION_SAFETY 12, VIOLATION_LIVENESS 13,
-# ERROR_SPEC_PARSE 150, ERROR_CONFIG_PARSE 151, ERROR 255.
-TLC_VIOLATION = {"invariant": 12, "quiescent": 12, "linearizable": 12, "action": 13,
-                 "eventually": 13, "witness": 255}
+# TLC's ExitStatus (tlc2/output/EC.java): ERROR_SPEC_PARSE 150, ERROR_CONFIG_PARSE 151,
+# ERROR 255; a violation's is its property kind's (engine.model.PropertyKind).
 
 
-def tlc_status(status: int, kind: str | None = None, load_error: bool = False) -> int:
-    """cmc's exit status as TLC's. A quiescent property is an invariant of the
-    quiescent worlds (12); a witness has no TLC counterpart (255). A model file that
-    cannot be loaded is TLC's spec parse error (150); any other exit-2 error (the
-    command line, the build, a missing binary, an evaluation error) is 151."""
+def tlc_status(status: int, kind=None, load_error: bool = False) -> int:
+    """cmc's exit status as TLC's. A violation's is that of the kind of property
+    violated (PropertyKind.tlc_status). A model file that cannot be loaded is TLC's
+    spec parse error (150); any other exit-2 error (the command line, the build, a
+    missing binary, an evaluation error) is 151."""
     if status == EXIT_OK:
         return 0
     if status == EXIT_VIOLATION:
-        return TLC_VIOLATION.get(kind, 255)
+        return kind.tlc_status if kind is not None else 255
     if status == EXIT_MODEL:
         return 150 if load_error else 151
     return 255

@@ -78,19 +78,63 @@ class Model(Protocol):
     def fresh(self, shift: int = 0) -> System: ...
 
 
-# Kinds checked on every world as it is found, and violated by the first world that
-# fails them (a linearizable property is an invariant of the clients' history).
-INVARIANT_KINDS = ("invariant", "linearizable")
+class Checked(enum.Enum):
+    """When a kind of property is checked (docs/cmc.md, "Properties: when each is
+    checked")."""
+    STATE = "on every world when it is first found"
+    TRANSITION = "on every step, into a world already seen too"
+    QUIESCENCE = "when a world is expanded and turns out to be quiescent"
+    LIVENESS = "once the safety search is over, along the fair schedule from every world"
+
+
+class PropertyKind(enum.Enum):
+    """A kind of property (docs/model-file.md), and all cmc does by kind: when it is
+    checked; whether some world must satisfy it (`reached`: a witness, violated when
+    the search never reaches one) rather than every world (or step, or schedule) it is
+    checked on; TLC's words for its violation; and TLC's exit status for that
+    (--tlc-exit-codes; tlc2/output/EC.java: VIOLATION_SAFETY 12, VIOLATION_LIVENESS 13,
+    ERROR 255: a witness has none, a quiescent property is an invariant of the quiescent
+    worlds). Its value is the model file's word, which trace files and the JSON report
+    carry. A linearizable property is an invariant of the clients' history."""
+    INVARIANT = ("invariant", Checked.STATE, "Error: Invariant {} is violated.", 12)
+    LINEARIZABLE = ("linearizable", Checked.STATE,
+                    "Error: Linearizability property {} is violated.", 12)
+    WITNESS = ("witness", Checked.STATE, "Error: Witness {} was never reached.", 255, True)
+    ACTION = ("action", Checked.TRANSITION, "Error: Action property {} is violated.", 13)
+    QUIESCENT = ("quiescent", Checked.QUIESCENCE, "Error: Quiescent property {} is violated.",
+                 12)
+    EVENTUALLY = ("eventually", Checked.LIVENESS, "Error: Temporal property {} was violated.",
+                  13)
+
+    def __new__(cls, word: str, checked: Checked, wording: str, tlc_status: int,
+                reached: bool = False):
+        kind = object.__new__(cls)
+        kind._value_ = word
+        kind.checked = checked
+        kind.wording = wording
+        kind.tlc_status = tlc_status
+        kind.reached = reached
+        return kind
+
+    def __str__(self) -> str:
+        return self.value
+
+    def violated(self, name: str) -> str:
+        """TLC's error line for property `name` of this kind."""
+        return self.wording.format(name)
 
 
 @dataclass(frozen=True)
 class Property:
-    kind: str               # invariant, witness, quiescent, action, eventually or
-    name: str               # linearizable (docs/model-file.md)
+    kind: PropertyKind      # a model file's word is taken too (PropertyKind's value)
+    name: str
     check: Callable         # (view, next_view | None) -> bool
     # What a report shows of a violation after its trace, from the last world's view
     # (a linearizable property: the history); opaque to the engine.
     detail: Callable | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", PropertyKind(self.kind))
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from .model import INVARIANT_KINDS, CopyFailed, Model, Step, System
+from .model import Checked, CopyFailed, Model, Step, System
 
 
 NOT_KEPT = "no copy of it was kept"     # why a copying search replays a world it found
@@ -189,16 +189,17 @@ def violated_at_end(model: Model, prop, keys: list[tuple], steps: list[Step], ac
     """Whether a replayed behavior (`steps`, reached by `keys`, with `actions` enabled
     at its last world) still violates `prop` the way a search reported it."""
     last = steps[-1].view
-    if prop.kind in INVARIANT_KINDS:
+    checked = prop.kind.checked
+    if prop.kind.reached:                   # a witness: reached nowhere on the way
+        return not any(prop.check(step.view, None) for step in steps)
+    if checked is Checked.STATE:
         return not prop.check(last, None)
-    if prop.kind == "action":
+    if checked is Checked.TRANSITION:
         return len(steps) > 1 and not prop.check(steps[-2].view, last)
-    if prop.kind == "quiescent":
+    if checked is Checked.QUIESCENCE:
         return not prop.check(last, None) and quiescent_at(model, keys, None, actions)
-    if prop.kind == "eventually":
-        start = max((suffix_from or 1) - 1, 0)
-        return not any(prop.check(step.view, None) for step in steps[start:])
-    return not any(prop.check(step.view, None) for step in steps)     # witness
+    start = max((suffix_from or 1) - 1, 0)  # liveness: from where the fair schedule began
+    return not any(prop.check(step.view, None) for step in steps[start:])
 
 
 def _count(stats, why: str | None) -> None:

@@ -14,7 +14,8 @@ The parts:
   breadth-first order hands its steps to workers;
 - a *reduction*, or None (por.SleepSets, --por: of a breadth-first search).
 
-When each kind of property is checked (docs/cmc.md, "Properties: when each is checked"):
+When each kind of property is checked (docs/cmc.md, "Properties: when each is checked";
+model.PropertyKind says it of each kind, `checked`):
 
 - invariant, witness: on every world when it is first generated, in declaration
   order (a witness is only noted as reached);
@@ -30,7 +31,7 @@ from __future__ import annotations
 import time
 
 from .liveness import LOOPED, FairWalker, LiveFailure
-from .model import (INVARIANT_KINDS, EngineLimit, Model, Outcome, Property, Reporter, Stats,
+from .model import (Checked, EngineLimit, Model, Outcome, Property, Reporter, Stats,
                     Step)
 from .replay import NOT_KEPT, explained, recheck, recheck_initial, replay, take_step
 from .worlds import InProcess, Replaying
@@ -68,11 +69,11 @@ class Search:
         self.max_depth = max_depth
         self.max_states = max_states
         self.det = det
-        self.state_props = [p for p in self.props
-                            if p.kind in INVARIANT_KINDS or p.kind == "witness"]
-        self.transition_props = [p for p in self.props if p.kind == "action"]
-        self.quiescent_props = [p for p in self.props if p.kind == "quiescent"]
-        self.live = FairWalker([p for p in self.props if p.kind == "eventually"], live_steps)
+        checked = {when: [p for p in self.props if p.kind.checked is when] for when in Checked}
+        self.state_props = checked[Checked.STATE]
+        self.transition_props = checked[Checked.TRANSITION]
+        self.quiescent_props = checked[Checked.QUIESCENCE]
+        self.live = FairWalker(checked[Checked.LIVENESS], live_steps)
         self.witnessed: set[str] = set()
         # fingerprint -> (parent fingerprint, action key from it, depth); insertion order
         # is the order in which worlds were found.
@@ -199,7 +200,7 @@ class Search:
     def check_state(self, fp: bytes, view: dict) -> Property | None:
         """Invariants and witnesses of a newly found world; the first violated."""
         for p in self.state_props:
-            if p.kind in INVARIANT_KINDS:
+            if not p.kind.reached:
                 if not p.check(view, None):
                     return p
             elif p.name not in self.witnessed and p.check(view, None):
@@ -273,7 +274,7 @@ class Search:
     def unreached(self) -> Outcome | None:
         """The first witness never reached, if any."""
         for p in self.state_props:
-            if p.kind == "witness" and p.name not in self.witnessed:
+            if p.kind.reached and p.name not in self.witnessed:
                 return Outcome("violated", self.stats, p, [])
         return None
 

@@ -10,7 +10,7 @@ import os
 import tempfile
 
 from .. import __version__
-from .tlc import KIND_WORDING, collision_probability
+from .tlc import collision_probability
 
 SCHEMA_VERSION = 1
 
@@ -71,8 +71,8 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         data["collision_probability"] = collision_probability(st)
     else:
         prop = outcome.prop
-        data["property"] = {"kind": prop.kind, "name": prop.name}
-        data["message"] = KIND_WORDING[prop.kind].format(prop.name)
+        data["property"] = {"kind": prop.kind.value, "name": prop.name}
+        data["message"] = prop.kind.violated(prop.name)
         data["trace"] = [{"state": i, "action": step.label, "key": _jsonable(step.key),
                           "world": _world(step.view)}
                          for i, step in enumerate(outcome.trace, 1)]

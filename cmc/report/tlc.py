@@ -7,16 +7,7 @@ import sys
 import time
 from datetime import datetime
 
-from ..engine.model import Outcome, Stats, Step
-
-KIND_WORDING = {
-    "invariant": "Error: Invariant {} is violated.",
-    "action": "Error: Action property {} is violated.",
-    "quiescent": "Error: Quiescent property {} is violated.",
-    "eventually": "Error: Temporal property {} was violated.",
-    "witness": "Error: Witness {} was never reached.",
-    "linearizable": "Error: Linearizability property {} is violated.",
-}
+from ..engine.model import Outcome, PropertyKind, Stats, Step
 
 
 def stamp(t: float | None = None) -> str:
@@ -114,15 +105,16 @@ def collision_probability(stats: Stats) -> float:
 def violation_lines(outcome: Outcome, live_steps: int | None = None) -> list[str]:
     """The error line, the behavior and, for `eventually`, how the fair schedule ended."""
     prop = outcome.prop
-    lines = [KIND_WORDING[prop.kind].format(prop.name)]
+    lines = [prop.kind.violated(prop.name)]
     if not outcome.trace:
         return lines
-    if prop.kind == "eventually":
+    live = prop.kind is PropertyKind.EVENTUALLY
+    if live:
         lines.append("Error: The following behavior constitutes a counter-example:")
     else:
         lines.append("Error: The behavior up to this point is:")
     lines += render_trace(outcome.trace, outcome.loop_to)
-    if prop.kind == "eventually" and outcome.suffix_from is not None:
+    if live and outcome.suffix_from is not None:
         lines.append(fair_ending(outcome, live_steps))
     if prop.detail is not None:
         lines += render_history(prop.detail(outcome.trace[-1].view))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from ..engine.model import PropertyKind
 from ..errors import UsageError
 
 TRACE_VERSION = 1
@@ -36,7 +37,7 @@ def write_trace(path: str, model, outcome, mode: str, live_steps: int,
         "live_steps": live_steps,
         "channel_cap": channel_cap,
         "mode": mode,
-        "property": {"kind": outcome.prop.kind, "name": outcome.prop.name},
+        "property": {"kind": outcome.prop.kind.value, "name": outcome.prop.name},
         "suffix_from": outcome.suffix_from,
         "loop_to": outcome.loop_to,
         "why": outcome.why,
@@ -68,6 +69,9 @@ def read_trace(path: str) -> dict:
     prop = data["property"]
     if not isinstance(prop.get("kind"), str) or not isinstance(prop.get("name"), str):
         raise bad("the trace's \"property\" needs a \"kind\" and a \"name\"")
+    if prop["kind"] not in {k.value for k in PropertyKind}:
+        raise bad(f"the trace's property kind {prop['kind']!r} is none of cmc's: "
+                  + ", ".join(k.value for k in PropertyKind))
     keys = []
     for i, action in enumerate(data["actions"], 2):
         key = action.get("key") if isinstance(action, dict) else None
@@ -104,7 +108,8 @@ def conflicts(trace: dict, model, live_steps: int | None, channel_cap: int | Non
         out.append(f"the model file has no property {name} any more")
     elif found[0].kind != kind:
         out.append(f"property {name} is {found[0].kind} in the model file, not {kind}")
-    if live_steps is not None and kind == "eventually" and trace.get("live_steps") != live_steps:
+    if live_steps is not None and PropertyKind(kind) is PropertyKind.EVENTUALLY \
+            and trace.get("live_steps") != live_steps:
         out.append(f"the trace was written with --live-steps {trace.get('live_steps')}, "
                    f"not {live_steps}")
     if channel_cap is not None and trace.get("channel_cap", channel_cap) != channel_cap:
