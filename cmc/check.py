@@ -21,7 +21,7 @@ from .engine.model import EngineLimit, Outcome, Stats
 from .engine.pool import WorkerPool
 from .engine.por import PorCheckFailed, SleepSets
 from .engine.replay import Nondeterminism, replay, violated_at_end
-from .engine.search import Search
+from .engine.search import DEFAULT_LIVE_STEPS, Search
 from .engine.simulate import Walks
 from .engine.worlds import Copying, InProcess, Replaying
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
@@ -37,7 +37,6 @@ from .resources import Bound
 from .scratch import Scratch
 from .machines import pin_cpu
 
-DEFAULT_LIVE_STEPS = 100
 DEFAULT_CHANNEL_CAP = 64
 DEFAULT_WALKS = 100
 # `cmc maelstrom`'s workloads, for cli.py (which may not import the language)

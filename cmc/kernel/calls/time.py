@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import struct
 
-from ..linux.abi import REALTIME_CLOCKS, TIMER_ABSTIME
+from ..linux.abi import CPUTIME_CLOCKS, MONOTONIC_CLOCKS, REALTIME_CLOCKS, TIMER_ABSTIME
 from .answer import Block, Err, Ret
 from .handler import read_timespec, signed, timespec
 from .tsc import trap_clock
@@ -16,9 +16,9 @@ from .tsc import trap_clock
 def clock_value(proc, clk: int) -> int | None:
     if clk in REALTIME_CLOCKS:
         return proc.node.realtime_ns()
-    if clk in (1, 4, 6, 7, 9):           # MONOTONIC, _RAW, _COARSE, BOOTTIME, _ALARM
+    if clk in MONOTONIC_CLOCKS:
         return proc.node.monotonic_ns()
-    if clk in (2, 3):                    # CPU-time clocks: logical too
+    if clk in CPUTIME_CLOCKS:            # logical too
         return proc.node.now_ns()
     return None
 

@@ -1,4 +1,4 @@
-"""The only module that touches cffi's ffi/lib: thin Python over csrc/cmc_helper.c.
+"""The only module that touches cffi's ffi/lib: thin Python over the C helper (csrc/*.c).
 
 Every function raises OSError(errno) on failure, so callers deal in exceptions,
 not in -errno integers.
