@@ -8,13 +8,16 @@ experiments/bench.py makes its searches with `make_search`, as `check` does.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
 import sys
 import time
 
+from . import __version__
 from .adapter import ClusterModel, cluster_spec, engine_properties
+from .coverage import Coverage
 from .engine.bfs import BreadthFirst
 from .engine.dfs import DepthFirst
 from .engine.model import EngineLimit, Outcome, Stats
@@ -55,6 +58,9 @@ class Run:
         self.load_error = False
         self.mode = "bfs"
         self.seed = None
+        self.out_dir = None           # --out: where this run's outputs are kept
+        self.coverage = None          # the search's Coverage (cmc/coverage.py)
+        self.findings = []            # what never happened, when the search ended "ok"
 
 
 def check_machine():
@@ -133,6 +139,8 @@ def check(args, run: Run) -> Outcome:
         model = _load(args, run, args.model_file or trace["model"])
         return replay_trace(args, run, model, trace)
     model = _load(args, run, args.model_file)
+    if args.out:
+        run.out_dir = new_out_dir(args.out, model)
     live_steps = DEFAULT_LIVE_STEPS if args.live_steps is None else args.live_steps
     props = engine_properties(model)
     if args.simulate:
@@ -144,8 +152,11 @@ def check(args, run: Run) -> Outcome:
     system_model = ClusterModel(spec_for(model, args), workroot, many=args.fast)
     try:
         memory_bound.start()
-        reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None)
-        search = make_search(args, run, system_model, props, reporter, live_steps)
+        reporter.start(run.seed, (args.walks or DEFAULT_WALKS) if args.simulate else None,
+                       banner=banner(args, model))
+        run.coverage = Coverage(model)
+        search = make_search(args, run, system_model, props, reporter, live_steps,
+                             observer=run.coverage)
         affinity = os.sched_getaffinity(0)
         if args.workers == 1 and not args.no_pin:
             pin_cpu()
@@ -155,7 +166,13 @@ def check(args, run: Run) -> Outcome:
             os.sched_setaffinity(0, affinity)
         run.outcome = outcome
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
-        reporter.finish(outcome, live_steps, bound)
+        notes = []
+        if outcome.verdict == "ok":
+            run.findings = run.coverage.findings()
+            notes = run.coverage.lines(whole=args.coverage) + [
+                ("Error: " if args.strict else "Warning: ") + f.message + "."
+                for f in run.findings]
+        reporter.finish(outcome, live_steps, bound, notes)
         merges = getattr(search, "merges", None)
         if merges is not None:
             reporter.say(merges.summary())
@@ -163,10 +180,13 @@ def check(args, run: Run) -> Outcome:
             reporter.say("--por: the model's action or eventually properties read every "
                          "transition, so none was skipped (the search is the full one)")
         if outcome.verdict == "ok":
+            if run.out_dir is not None:
+                keep_node_output(run.out_dir, _engine(lambda: launch_output(model, args,
+                                                                           workroot)))
             return outcome
         if outcome.trace:
             stem = os.path.splitext(os.path.basename(model.path))[0]
-            path = args.trace_out or stem + ".trace.json"
+            path = args.trace_out or os.path.join(run.out_dir or "", stem + ".trace.json")
             try:
                 write_trace(path, model, outcome, run.mode, live_steps,
                             args.channel_cap or DEFAULT_CHANNEL_CAP)
@@ -177,9 +197,12 @@ def check(args, run: Run) -> Outcome:
                 run.trace_file = path
                 reporter.say(f"The behavior was written to {path} (run it again with "
                              f"cmc --replay {path}).")
-        if args.html:
+        html = args.html or (os.path.join(run.out_dir, "report.html") if run.out_dir else None)
+        if html:
             steps = _engine(lambda: recorded_steps(model, args, outcome, workroot))
-            write_report_page(args.html, model, outcome, steps, reporter)
+            write_report_page(html, model, outcome, steps, reporter)
+            if run.out_dir is not None:
+                keep_node_output(run.out_dir, [s.output for s in steps])
         return outcome
     finally:
         memory_bound.stop()
@@ -197,6 +220,68 @@ def _end_run(system_model, scratch: Scratch, first=None) -> None:
             system_model.close_all()
         finally:
             scratch.remove()
+
+
+def new_out_dir(parent: str, model) -> str:
+    """--out: a new directory for this run, PARENT/MODEL/TIME (Maelstrom's store/ layout:
+    a folder per test, one per run, newest as `latest`)."""
+    stem = os.path.splitext(os.path.basename(model.path))[0]
+    base = os.path.join(parent, stem)
+    os.makedirs(base, exist_ok=True)
+    name = time.strftime("%Y%m%dT%H%M%S")
+    for n in range(1, 1000):
+        path = os.path.join(base, name if n == 1 else f"{name}-{n}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise UsageError(f"cmc: --out: cannot make a new directory under {base}")
+
+
+def keep_outputs(out_dir: str, report: dict) -> None:
+    """--out, at the end of the run however it ended: the JSON report in the run's
+    directory, and `latest` pointing at it."""
+    try:
+        with open(os.path.join(out_dir, "report.json"), "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1, default=str)
+            f.write("\n")
+        latest = os.path.join(os.path.dirname(out_dir), "latest")
+        tmp = latest + ".new"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.symlink(os.path.basename(out_dir), tmp)
+        os.replace(tmp, latest)
+    except OSError as err:
+        print(f"cmc: cannot keep the run's outputs in {out_dir}: {err.strerror or err}",
+              file=sys.stderr)
+
+
+def keep_node_output(out_dir: str, outputs: list) -> None:
+    """--out: each node's stdout and stderr over the behavior shown (the counterexample,
+    or a search's initial world), as nodes/NAME.stdout and .stderr."""
+    folder = os.path.join(out_dir, "nodes")
+    os.makedirs(folder, exist_ok=True)
+    texts: dict[tuple[str, str], str] = {}
+    for output in outputs:
+        for node, parts in (output or {}).items():
+            for stream in ("stdout", "stderr"):
+                texts[node, stream] = texts.get((node, stream), "") + parts.get(stream, "")
+    for (node, stream), text in texts.items():
+        with open(os.path.join(folder, f"{node}.{stream}"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def launch_output(model, args, workroot: str) -> list:
+    """What each node printed at launch (--out, when the search found no violation)."""
+    recorder = ClusterModel(spec_for(model, args), workroot, recording=True, tag="r")
+    try:
+        system = recorder.fresh()
+        output = system.drain()
+        system.close()
+    finally:
+        recorder.close_all()
+    return [output]
 
 
 def recorded_steps(model, args, outcome, workroot: str):
@@ -251,7 +336,25 @@ def _engine(fn):
         raise EngineError(str(e)) from None
 
 
-def make_search(args, run: Run, system_model, props, reporter, live_steps: int) -> Search:
+def banner(args, model) -> str:
+    """The opening line, as TLC's: what is checked. Not how (workers, copying): the
+    output is the same every way a search is run."""
+    order = (f"depth-first search to depth {args.dfs}" if args.dfs is not None else
+             "random simulation" if args.simulate else "breadth-first search")
+    nodes = ", ".join(model.node_names)
+    clients = [c.name for c in model.clients]
+    if model.maelstrom is not None:
+        clients += [c.name for c in model.maelstrom.clients]
+    budgets = ", ".join(f"{k} {v}" for k, v in sorted(model.budgets.items())
+                        if v) or "none"
+    parts = [f"nodes {nodes}"] + ([f"clients {', '.join(clients)}"] if clients else []) + [
+        f"budgets {budgets}", f"time {model.time.mode}", f"network {model.network}",
+        f"disk {model.disk}"]
+    return f"cmc {__version__}: {order} of {args.model_file}: " + "; ".join(parts) + "."
+
+
+def make_search(args, run: Run, system_model, props, reporter, live_steps: int,
+                observer=None) -> Search:
     """The search the command line asks for, made of its parts (cmc/engine/search.py):
     an order (breadth-first, --dfs D, --simulate), a world source (copying, or
     --no-fast replaying), an executor (this process, --workers N processes, --ray
@@ -271,7 +374,7 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int) 
     executor = _pool(args, system_model) if args.workers > 1 or args.ray else InProcess()
     return Search(system_model, props, reporter, order, worlds, executor, reduction,
                   max_depth=args.max_depth, max_states=args.max_states, det=args.det,
-                  live_steps=live_steps)
+                  live_steps=live_steps, observer=observer)
 
 
 def _pool(args, system_model) -> WorkerPool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
+import json
 import os
 import shlex
 import signal
@@ -17,11 +19,13 @@ import time
 
 from . import __version__
 from .adapter import PropertyEvaluationError
-from .check import DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, check
+from .check import (DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, check,
+                    keep_outputs)
 from .check import BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, model_text
 from .errors import CmcError, ModelError, UsageError
 from .report import json as json_report
-from .report.tlc import render_evaluated_in
+from .report import junit as junit_report
+from .report.tlc import render_evaluated_in, violation_lines
 from .interrupts import drop_interrupts, hold_interrupts
 from .resources import parse_size
 from .scratch import remove_all
@@ -110,7 +114,19 @@ def parse_args(argv):
                    help="time virtual: show in a trace the FIREs folded into each step")
     p.add_argument("--trace-out", metavar="TRACE.json",
                    help="where to write a violation's trace (default MODEL.trace.json)")
-    p.add_argument("--json", metavar="REPORT.json", help="also write the verdict as JSON")
+    p.add_argument("--json", metavar="REPORT.json", help="also write the verdict as JSON "
+                   "(-: to stdout, and the text to stderr)")
+    p.add_argument("--junit", metavar="REPORT.xml",
+                   help="also write the verdict as JUnit XML: a test case per property")
+    p.add_argument("--out", metavar="DIR",
+                   help="keep the run's outputs in DIR/MODEL/TIME/ (the JSON report, the "
+                   "trace and page of a violation, each node's output), DIR/MODEL/latest "
+                   "its link")
+    p.add_argument("--coverage", action="store_true",
+                   help="print all of the coverage (steps per node, budgets, worlds)")
+    p.add_argument("--strict", action="store_true",
+                   help="a vacuity finding (a client that never connected, a property "
+                   "that held only vacuously...) is an error: exit 1")
     p.add_argument("--html", metavar="REPORT.html",
                    help="on a violation, also write the counterexample as a self-contained "
                    "page (message-sequence chart, world and node output per step)")
@@ -167,6 +183,8 @@ def _validate(args) -> None:
         raise usage("--dfs D is the depth bound of the depth-first search; drop --max-depth")
     if not args.simulate and (args.seed is not None or args.walks is not None):
         raise usage("--seed and --walks go with --simulate")
+    if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise usage(f"argument --out: {args.out} is not a directory")
     if args.scratch is not None and not os.path.isdir(args.scratch):
         raise usage(f"argument --scratch: {args.scratch} is not a directory")
     if args.watchdog <= 0:
@@ -216,21 +234,54 @@ def _json_path(argv) -> str | None:
     return None
 
 
-def _write_json(path: str, run: Run, status: int, error: str | None,
-                kind: str | None) -> None:
+def _report(run: Run, status: int, error: str | None, kind: str | None) -> dict:
+    """The JSON report of the run as it ended."""
     args = run.args
     simulate = args is not None and args.simulate
     live_steps = args.live_steps if args is not None else None
-    data = json_report.report(
+    return json_report.report(
         mode=run.mode, exit_status=status, elapsed=time.time() - run.started, model=run.model,
         outcome=run.outcome if error is None else None, error=error, error_kind=kind,
         trace_file=run.trace_file, seed=run.seed,
         walks=(args.walks or DEFAULT_WALKS) if simulate else None,
-        live_steps=DEFAULT_LIVE_STEPS if live_steps is None else live_steps)
+        live_steps=DEFAULT_LIVE_STEPS if live_steps is None else live_steps,
+        coverage=run.coverage.data() if run.coverage is not None and error is None else None,
+        findings=run.findings if error is None else (),
+        strict=args is not None and args.strict)
+
+
+def _write_json(path: str, data: dict, stdout) -> None:
+    """The JSON report to `path`, or with "-" to `stdout` (the real one)."""
     try:
-        json_report.write(path, data)
+        if path == "-":
+            stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+            stdout.flush()
+        else:
+            json_report.write(path, data)
     except OSError as err:
         print(f"cmc: cannot write the JSON report {path}: {err.strerror or err}",
+              file=sys.stderr)
+
+
+def _write_junit(path: str, run: Run, error: str | None) -> None:
+    model = run.model
+    name = os.path.basename(model.path) if model is not None else "cmc"
+    outcome = run.outcome if error is None else None
+    args = run.args
+    text = ""
+    if outcome is not None and outcome.verdict != "ok":
+        live_steps = DEFAULT_LIVE_STEPS if args.live_steps is None else args.live_steps
+        text = "\n".join(violation_lines(outcome, live_steps))
+    data = junit_report.report(
+        model=name, started=run.started, elapsed=time.time() - run.started,
+        properties=[(p.kind, p.name) for p in model.properties] if model is not None else [],
+        outcome=outcome, failure_text=text, error=error,
+        findings=run.findings if error is None else (),
+        strict=args is not None and args.strict)
+    try:
+        junit_report.write(path, data)
+    except OSError as err:
+        print(f"cmc: cannot write the JUnit report {path}: {err.strerror or err}",
               file=sys.stderr)
 
 
@@ -332,6 +383,49 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     return ["--model-file", path, *rest]
 
 
+class _PipeSafe(io.TextIOBase):
+    """stdout, until whatever reads it goes away (`cmc ... | head`): from then on what
+    cmc prints is dropped, fd 1 is /dev/null, and the run goes on to its verdict and
+    exit status, with no traceback (docs/cmc.md, "Output")."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.gone = True
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self.stream.fileno())     # what the stream still holds goes there
+        finally:
+            os.close(null)
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self.stream.encoding
+
+
 def main(argv=None) -> int:
     """The program (argv None: sys.argv), or a run called in-process (argv given)."""
     program = argv is None
@@ -339,8 +433,20 @@ def main(argv=None) -> int:
     if program:
         signal.signal(signal.SIGINT, _first_interrupt)
         signal.signal(signal.SIGTERM, _first_interrupt)
+        sys.stdout = _PipeSafe(sys.stdout)
     else:
         signal.signal(signal.SIGTERM, _terminate)
+    stdout = sys.stdout
+    if _json_path(argv) == "-":
+        sys.stdout = sys.stderr          # the report goes to stdout, the text to stderr
+    try:
+        return _main(argv, program, stdout)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str], program: bool, stdout) -> int:
+    """The run, `stdout` the real one (where `--json -` writes)."""
     tlc = "--tlc-exit-codes" in argv
     run = Run()
     error = kind = None
@@ -351,6 +457,8 @@ def main(argv=None) -> int:
                                   else argv)
             outcome = check(run.args, run)
             status = EXIT_OK if outcome.verdict == "ok" else EXIT_VIOLATION
+            if run.args.strict and run.findings:
+                status = EXIT_VIOLATION
         finally:
             # The run is over, however it ended: from here an interrupt changes
             # nothing (it is dropped at the end), and no scratch directory stays.
@@ -375,8 +483,13 @@ def main(argv=None) -> int:
         remove_all()                # it may have landed before the finally's (no-op if not)
         status, error, kind = _interrupted()
     json_path = run.args.json if run.args is not None else _json_path(argv)
+    data = _report(run, status, error, kind)
     if json_path:
-        _write_json(json_path, run, status, error, kind)
+        _write_json(json_path, data, stdout)
+    if run.args is not None and run.args.junit:
+        _write_junit(run.args.junit, run, error)
+    if run.out_dir is not None:
+        keep_outputs(run.out_dir, data)
     _end(program, mask)
     if tlc:
         prop = run.outcome.prop if run.outcome is not None and error is None else None

@@ -21,21 +21,29 @@ def test_statistics_in_tlc_wording(tmp_path):
     r = cmc(tmp_path, counter(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    assert re.fullmatch(r"Starting\.\.\. \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lines[0])
-    assert lines[1] == "Computing initial states..."
+    # the opening line names what is checked, as TLC's do
+    assert lines[0] == (f"cmc 0.1.0: breadth-first search of {tmp_path}/counter.model: nodes "
+                        "counter; clients a, b; budgets none; "
+                        "time async; network fifo; disk fsync.")
+    assert re.fullmatch(r"Starting\.\.\. \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lines[1])
+    assert lines[2] == "Computing initial states..."
     assert re.fullmatch(r"Finished computing initial states: 1 distinct state generated at "
-                        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.", lines[2])
-    # 9 distinct states, 13 generated: 9 * (13 - 9) / 2^128 = 1.06e-37
-    assert lines[3:9] == [
+                        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.", lines[3])
+    # 9 distinct states, 13 generated: 9 * (13 - 9) / 2^128 = 1.06e-37; then the coverage
+    assert lines[4:14] == [
         "Model checking completed. No error has been found.",
         "  Estimates of the probability that TLC did not check all reachable states",
         "  because two distinct states had the same fingerprint:",
         "  calculated (optimistic):  val = 1.1E-37",
         "13 states generated, 9 distinct states found, 0 states left on queue.",
         "The depth of the complete state graph search is 5.",
+        "Coverage: (all of it with --coverage)",
+        "  Steps taken: DELIVER 12.",
+        "  Held for a reason: invariant count_in_range 9 of 9 worlds.",
+        "  Worlds with a reply to: a 0, b 0.",
     ]
-    assert re.fullmatch(r"Finished in \d\ds at \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lines[9])
-    assert len(lines) == 10 and r.stderr == ""
+    assert re.fullmatch(r"Finished in \d\ds at \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lines[14])
+    assert len(lines) == 15 and r.stderr == ""
 
 
 def test_help_and_version():

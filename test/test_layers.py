@@ -28,8 +28,12 @@ MAY_IMPORT = {
     "cmc.cli": {"cmc", "cmc.errors", "cmc.check", "cmc.adapter", "cmc.report",
                 "cmc.scratch", "cmc.interrupts", "cmc.resources"},
     # one run, wired: load, search or replay, report
-    "cmc.check": {"cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
-                  "cmc.scratch", "cmc.interrupts", "cmc.machines", "cmc.resources"},
+    "cmc.check": {"cmc", "cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
+                  "cmc.scratch", "cmc.interrupts", "cmc.machines", "cmc.resources",
+                  "cmc.coverage"},
+    # what a search took and reached, and what never happened (vacuity): the engine's
+    # observer over the kernel's views, read with the language's model
+    "cmc.coverage": {"cmc.engine", "cmc.lang"},
     # --ray: what each machine must have, checked there (its version, files, scratch)
     "cmc.machines": {"cmc", "cmc.scratch"},
     "cmc.errors": set(),

@@ -35,7 +35,7 @@ def test_correct_durlog_passes(tmp_path):
     r = run_cmc("--model-file", DURLOG, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
-    assert out.startswith("Starting... (")
+    assert out.startswith("cmc ") and "\nStarting... (" in out
     assert "Computing initial states...\n" in out
     assert re.search(r"^Finished computing initial states: 1 distinct state generated at "
                      r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.$", out, re.M)

@@ -138,7 +138,7 @@ class Full:
                 search.live.edge(fp, actions, key, fp2)
             if action.moves_messages or (action.fires and fp2 != fp):
                 busy = True
-            bad = search.check_transition(view, view2)
+            bad = search.check_transition(view, view2, action)
             if bad:
                 return search.violation(bad, fp, key)
             if fp2 not in search.parent:

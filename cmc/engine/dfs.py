@@ -70,7 +70,7 @@ class DepthFirst:
                 search.live.edge(fp, actions, action.key, fp2)
             if action.moves_messages or (action.fires and fp2 != fp):
                 busy = True
-            bad = search.check_transition(view, view2)
+            bad = search.check_transition(view, view2, action)
             if bad:
                 if kept is not None:
                     kept.close()

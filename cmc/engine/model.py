@@ -214,3 +214,26 @@ class NullReporter:
 
     def progress(self, stats: Stats) -> None:
         pass
+
+
+class Observer(Protocol):
+    """What a search shows of the state graph as it builds it, in this process and in
+    the order of a one-worker search, for coverage (cmc/coverage.py): every distinct
+    world when it is found (its view and depth; None where a walk does not count
+    depth), every step taken (the action, and the worlds before and after), every world
+    found quiescent. Called only after the properties checked there held. The views are
+    as opaque to the engine as ever: it passes them on."""
+    def world(self, view: dict, depth: int | None) -> None: ...
+    def step(self, action: Action, view: dict, next_view: dict) -> None: ...
+    def quiescent(self, view: dict) -> None: ...
+
+
+class NullObserver:
+    def world(self, view: dict, depth: int | None) -> None:
+        pass
+
+    def step(self, action: Action, view: dict, next_view: dict) -> None:
+        pass
+
+    def quiescent(self, view: dict) -> None:
+        pass

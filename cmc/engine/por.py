@@ -161,7 +161,7 @@ class SleepSets:
                 continue
             if action.fires and fp2 != fp:
                 busy = True
-            bad = search.check_transition(view, view2)
+            bad = search.check_transition(view, view2, action)
             if bad:
                 return search.violation(bad, fp, key)
             sleep = {k: f for k, f in [*base.items(), *done] if k != key and f.commutes(step)}

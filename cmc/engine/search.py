@@ -31,8 +31,8 @@ from __future__ import annotations
 import time
 
 from .liveness import LOOPED, FairWalker, LiveFailure
-from .model import (Checked, EngineLimit, Model, Outcome, Property, Reporter, Stats,
-                    Step)
+from .model import (Action, Checked, EngineLimit, Model, NullObserver, Observer, Outcome,
+                    Property, Reporter, Stats, Step)
 from .replay import NOT_KEPT, explained, recheck, recheck_initial, replay, take_step
 from .worlds import InProcess, Replaying
 
@@ -56,7 +56,8 @@ class Search:
     def __init__(self, model: Model, properties: list[Property], reporter: Reporter,
                  order, worlds=None, executor=None, reduction=None, *,
                  max_depth: int | None = None, max_states: int | None = None,
-                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS):
+                 det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS,
+                 observer: Observer | None = None):
         self.order = order
         self.worlds = worlds or Replaying()
         self.executor = executor or InProcess()
@@ -69,6 +70,7 @@ class Search:
         self.max_depth = max_depth
         self.max_states = max_states
         self.det = det
+        self.observer = observer or NullObserver()
         checked = {when: [p for p in self.props if p.kind.checked is when] for when in Checked}
         self.state_props = checked[Checked.STATE]
         self.transition_props = checked[Checked.TRANSITION]
@@ -206,18 +208,23 @@ class Search:
             elif p.name not in self.witnessed and p.check(view, None):
                 self.witnessed.add(p.name)
         self.live.see(fp, view)
+        known = self.parent.get(fp)
+        self.observer.world(view, known[2] if known is not None else None)
         return None
 
-    def check_transition(self, view: dict, view2: dict) -> Property | None:
+    def check_transition(self, view: dict, view2: dict, action: Action) -> Property | None:
+        """Action properties on the step `action` from world `view` to `view2`."""
         for p in self.transition_props:
             if not p.check(view, view2):
                 return p
+        self.observer.step(action, view, view2)
         return None
 
     def check_quiescent(self, view: dict) -> Property | None:
         for p in self.quiescent_props:
             if not p.check(view, None):
                 return p
+        self.observer.quiescent(view)
         return None
 
     def step(self, system, keys: list[tuple], fps: list[bytes], key: tuple,

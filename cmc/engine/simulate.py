@@ -114,7 +114,8 @@ class _Walk:
     def take(self, key: tuple, view: dict):
         """One step of the walk; returns (outcome or None, the world's view after)."""
         search = self.search
-        label = self.system.apply(key).label
+        action = self.system.apply(key)
+        label = action.label
         fp2 = self.system.fingerprint()
         view2 = self.system.view()
         if search.det:
@@ -123,7 +124,7 @@ class _Walk:
             self.system, _ = replay(search.model, self.keys + [key], self.fps + [fp2])
         self.keys.append(key)
         self.fps.append(fp2)
-        bad = search.check_transition(view, view2)
+        bad = search.check_transition(view, view2, action)
         if bad:
             return self.violated(bad), view2
         bad = self.walks.new_world(search, fp2, view2)

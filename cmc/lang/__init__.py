@@ -9,11 +9,12 @@ properties on worlds. Imports nothing of cmc but cmc.errors: no Linux, no search
 from cmc.lang.ast import (BuildDecl, ClientDecl, Expr, Loc, Model, NodeDecl, Property,
                           ReplyDecl, unparse)
 from cmc.lang.evaluate import EvaluationError, StateChecks, check_property, evaluate
-from cmc.lang.history import history_rows, history_violations
+from cmc.lang.history import history_rows, history_violations, operation_count
 from cmc.lang.load import check_binaries, load_model, reply_record
 
 __all__ = [
     "BuildDecl", "ClientDecl", "EvaluationError", "Expr", "Loc", "Model", "NodeDecl",
     "Property", "ReplyDecl", "StateChecks", "check_binaries", "check_property", "evaluate",
-    "history_rows", "history_violations", "load_model", "reply_record", "unparse",
+    "history_rows", "history_violations", "load_model", "operation_count", "reply_record",
+    "unparse",
 ]

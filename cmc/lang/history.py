@@ -20,7 +20,7 @@ import json
 from cmc.lang.ast import Model
 from cmc.lang.linearizable import Op, violations
 
-__all__ = ["history_rows", "history_violations"]
+__all__ = ["history_rows", "history_violations", "operation_count"]
 
 
 # Maelstrom's error codes that say an operation did not happen (its protocol's
@@ -109,6 +109,12 @@ def _shown(record: dict) -> str:
     if "raw" in record:
         return record["raw"]
     return json.dumps(record["body"], separators=(",", ":"))
+
+
+def operation_count(model: Model, view: dict) -> int:
+    """How many operations the world's history has (requests an ``op`` line, or a
+    Maelstrom body, makes operations)."""
+    return len(_operations(model, view))
 
 
 def history_rows(model: Model, view: dict) -> list[dict]:

@@ -18,10 +18,13 @@ SCHEMA_VERSION = 1
 def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=None,
            error: str | None = None, error_kind: str | None = None,
            trace_file: str | None = None, seed: int | None = None,
-           walks: int | None = None, live_steps: int | None = None) -> dict:
+           walks: int | None = None, live_steps: int | None = None,
+           coverage: dict | None = None, findings: list = (), strict: bool = False) -> dict:
     """The report as plain data. `outcome` is the engine's Outcome (None when the
     run ended in an error before a verdict: then `error` is its message and
-    `error_kind` its kind, the error's `kind` or "interrupted")."""
+    `error_kind` its kind, the error's `kind` or "interrupted"). `coverage` and
+    `findings` are cmc/coverage.py's; under `strict` a finding makes an "ok" search's
+    verdict "vacuous"."""
     data = {
         "cmc_report": SCHEMA_VERSION,
         "cmc_version": __version__,
@@ -47,6 +50,8 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         "trace_file": trace_file,
         "elapsed_seconds": round(elapsed, 3),
         "workers": None,
+        "coverage": coverage,
+        "findings": [{"kind": f.kind, "message": f.message} for f in findings],
     }
     if seed is not None:
         data["simulation"] = {"seed": seed, "walks": walks, "failing_walk": None,
@@ -69,6 +74,9 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
     if outcome.verdict == "ok":
         data["message"] = "No error has been found."
         data["collision_probability"] = collision_probability(st)
+        if strict and findings:
+            data["verdict"] = "vacuous"
+            data["message"] = findings[0].message
     else:
         prop = outcome.prop
         data["property"] = {"kind": prop.kind.value, "name": prop.name}

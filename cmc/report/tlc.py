@@ -186,7 +186,9 @@ class TlcReporter:
         self.out.flush()
 
     def start(self, seed: int | None = None, walks: int | None = None,
-              replay: bool = False) -> None:
+              replay: bool = False, banner: str | None = None) -> None:
+        if banner is not None:
+            self.say(banner)
         self.say(f"Starting... ({stamp(self.started)})")
         if seed is not None:
             self.simulation = True
@@ -216,9 +218,10 @@ class TlcReporter:
             self.say(line)
 
     def finish(self, outcome: Outcome, live_steps: int | None = None,
-               bound: str | None = None) -> None:
+               bound: str | None = None, notes: list[str] = ()) -> None:
         """The verdict and the statistics. `bound` names the option that bounded the
-        depth (e.g. "--max-depth 4"), to say so when it cut the search short."""
+        depth (e.g. "--max-depth 4"), to say so when it cut the search short; `notes`
+        (coverage, findings) follow the statistics."""
         st = outcome.stats
         if outcome.verdict == "ok":
             if self.simulation:
@@ -247,6 +250,8 @@ class TlcReporter:
         self.say(f"{st.generated} states generated{reduced}, {st.distinct} distinct states "
                  f"found, {st.queue} states left on queue.")
         self.say(f"The depth of the complete state graph search is {st.depth}.")
+        for line in notes:
+            self.say(line)
         self.end()
 
     def replayed(self, outcome: Outcome, live_steps: int | None) -> None:

@@ -143,4 +143,20 @@ def view(cluster) -> dict:
         "node_names": [n.name for n in nodes],
         **({"history": [dict(op) for op in ledger.history]} if cluster.spec.history else {}),
         **({"clock_ns": cluster.net.clock} if cluster.virtual else {}),
+        **coverage(cluster),
     }
+
+
+def coverage(cluster) -> dict:
+    """What a world shows of how far the run got, for coverage and vacuity
+    (cmc/coverage.py), and nothing a property reads: the budgets spent, each ghost
+    client's address and whether a node ever accepted its connection, and the
+    addresses listened on."""
+    spec, net = cluster.spec, cluster.net
+    spent = {kind: given - cluster.budgets.get(kind, 0)
+             for kind, given in sorted(spec.budgets.items()) if isinstance(given, int)}
+    clients = [{"name": c.name, "address": fmt_addr((c.spec.host, c.spec.port)),
+                "connected": c.conn is not None and c.conn.b is not None}
+               for c in cluster.clients]
+    listening = sorted({fmt_addr(s.local) for _, s in net.tcp if s.listening})
+    return {"spent": spent, "clients": clients, "listening": listening}
