@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The bug gate (docs/demos.md, "The bug gate"): every demo in demo/ has a planted bug
 # behind #ifdef BUG. Build every demo both ways, run cmc on each model: the correct
-# build must exit 0, the bug build must exit 1 naming the expected property. Prints a
-# table and ends with the line `N passed, M failed`; exits non-zero when anything
-# failed.
+# build must exit 0 with no finding of vacuity (it runs with --strict: every client
+# connected, every property held for a reason somewhere; docs/cmc.md, "Coverage and
+# vacuity"), the bug build must exit 1 naming the expected property. Prints a table and
+# ends with the line `N passed, M failed`; exits non-zero when anything failed.
 #
 #   scripts/bug_gate.sh                 every demo
 #   scripts/bug_gate.sh relay lease     only these
@@ -13,6 +14,8 @@
 #                                       tests compare each correct build copied and replayed)
 #   CMC="python3 -m cmc --por" scripts/bug_gate.sh       reduced (test_por.py compares the
 #                                       verdicts and counterexample lengths with the full run)
+#   COVERAGE=1 scripts/bug_gate.sh      also print each correct build's coverage lines
+#                                       (docs/demos.md, "Coverage of the correct builds")
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
@@ -93,6 +96,8 @@ while read -r demo model prop prog; do
                 args+=(-D "bin=../demo/build/$prog-bug" --trace-out "$tmp/$demo.trace.json")
             fi
             expected="exit 1: $prop"
+        else
+            args+=(--strict)          # a correct build: no vacuity either
         fi
         start=$(date +%s%N)
         # shellcheck disable=SC2086  # CMC may be a command with arguments
@@ -132,6 +137,9 @@ while read -r demo model prop prog; do
         fi
         row "$demo" "$build" "$expected" "$got" "${generated:--}" "${distinct:--}" \
             "${depth:--}" "$trace" "$seconds" "$result"
+        if [ "${COVERAGE:-}" = 1 ] && [ "$build" = correct ]; then
+            sed -n '/^Coverage:/,/^Finished in/p' "$tmp/out" | sed '$d'
+        fi
 
         left=$(ps -ww -eo args= | grep -c "^$ROOT/demo/build/$demo[ -]")
         if [ "$left" -gt 0 ]; then     # give an exiting process a moment, then look again
