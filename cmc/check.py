@@ -59,6 +59,7 @@ class Run:
         self.mode = "bfs"
         self.seed = None
         self.out_dir = None           # --out: where this run's outputs are kept
+        self.proven = None            # a breadth-first search stopped part way: Proven
         self.coverage = None          # the search's Coverage (cmc/coverage.py)
         self.findings = []            # what never happened, when the search ended "ok"
 
@@ -162,9 +163,21 @@ def check(args, run: Run) -> Outcome:
             pin_cpu()
         try:
             outcome = _engine(lambda: searched(search, memory_bound))
+        except (EngineError, KeyboardInterrupt) as e:
+            # stopped part way (a cap, the memory bound, Ctrl-C): what it had proven
+            if search.per_depth and args.dfs is None and not args.simulate:
+                run.proven = search.proven("interrupted" if isinstance(e, KeyboardInterrupt)
+                                           else "at the error above")
+                if isinstance(e, EngineError):
+                    e.args = ("\n".join([str(e)] + run.proven.lines()),)
+                else:
+                    for line in run.proven.lines():
+                        reporter.say(line)
+            raise
         finally:
             os.sched_setaffinity(0, affinity)
         run.outcome = outcome
+        run.proven = run.proven or outcome.stopped
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
         notes = []
         if outcome.verdict == "ok":
@@ -374,7 +387,8 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int,
     executor = _pool(args, system_model) if args.workers > 1 or args.ray else InProcess()
     return Search(system_model, props, reporter, order, worlds, executor, reduction,
                   max_depth=args.max_depth, max_states=args.max_states, det=args.det,
-                  live_steps=live_steps, observer=observer)
+                  live_steps=live_steps, observer=observer,
+                  seconds=getattr(args, "seconds", None))
 
 
 def _pool(args, system_model) -> WorkerPool:

@@ -103,6 +103,9 @@ def parse_args(argv):
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
     p.add_argument("--dfs", type=_count(1), metavar="D", help="depth-first, to depth D")
+    p.add_argument("--seconds", type=_positive, metavar="S",
+                   help="breadth-first: stop expanding worlds after S seconds and say how "
+                   "far the search got (exit 0 when it found nothing)")
     p.add_argument("--simulate", action="store_true", help="seeded random walks")
     p.add_argument("--seed", type=int, metavar="S", help="with --simulate: walk i uses seed S+i")
     p.add_argument("--walks", type=_count(1), metavar="W",
@@ -155,6 +158,16 @@ def parse_args(argv):
     return args
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -175,6 +188,9 @@ def _validate(args) -> None:
                     "(not with --dfs, --simulate, --replay, --ray or --check-merges)")
     if args.check_por and args.workers > 1:
         raise usage("--check-por goes with one worker (not with --workers)")
+    if args.seconds is not None and (args.dfs is not None or args.simulate or args.replay):
+        raise usage("--seconds bounds a breadth-first search (not with --dfs, --simulate "
+                    "or --replay)")
     if args.dfs is not None and args.simulate:
         raise usage("--dfs and --simulate are two different searches: choose one")
     if args.replay is not None and (args.dfs is not None or args.simulate):
@@ -247,7 +263,7 @@ def _report(run: Run, status: int, error: str | None, kind: str | None) -> dict:
         live_steps=DEFAULT_LIVE_STEPS if live_steps is None else live_steps,
         coverage=run.coverage.data() if run.coverage is not None and error is None else None,
         findings=run.findings if error is None else (),
-        strict=args is not None and args.strict)
+        strict=args is not None and args.strict, proven=run.proven)
 
 
 def _write_json(path: str, data: dict, stdout) -> None:

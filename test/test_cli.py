@@ -318,3 +318,37 @@ def test_model_dir_names_a_script_beside_the_model(tmp_path):
     assert beside.returncode == relative.returncode == 1, beside.stdout[-3000:] + beside.stderr
     assert "Error: Witness all_answered was never reached." in beside.stdout
     assert counts(beside.stdout) == counts(relative.stdout) == (33, 20, 5)
+
+
+# -- a search that stops part way says how far it got ------------------------------------------
+
+def test_seconds_stops_a_search_and_says_what_it_proved(tmp_path):
+    """--seconds: a search whose time is up (here at once, after the launch) is not an
+    error: exit 0, what was checked, and the same in the JSON report."""
+    r = cmc(tmp_path, counter(tmp_path), "--seconds", "0.001", "--json", tmp_path / "r.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Model checking stopped (--seconds 0.001). No error has been found in the " \
+           "worlds checked.\n" in r.stdout
+    assert "The search stopped (--seconds 0.001): every world to depth 1 was checked, and 0 " \
+           "of the 1 worlds at depth 1 (0%) were expanded toward depth 2.\n" \
+           "Distinct states per depth: 1: 1.\n" in r.stdout
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["verdict"] == "ok" and data["bounded"] is True
+    assert data["stopped"] == {"why": "--seconds 0.001", "complete_depth": 1,
+                               "expanded_at_complete_depth": 0,
+                               "worlds_at_complete_depth": 1, "per_depth": [1]}
+    r = run_cmc("--model-file", counter(tmp_path), "--seconds", "5", "--dfs", "3")
+    assert r.returncode == 2 and "--seconds bounds a breadth-first search" in r.stderr
+
+
+def test_a_state_cap_says_what_was_proved_before_it(tmp_path):
+    r = cmc(tmp_path, counter(tmp_path), "--max-states", "5", "--json", tmp_path / "r.json")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stdout.endswith(
+        "Error: state cap exceeded: more than 5 distinct states (--max-states); raise the "
+        "cap or lower the budgets\n"
+        "The search stopped (at the error above): every world to depth 2 was checked, and 1 "
+        "of the 2 worlds at depth 2 (50%) were expanded toward depth 3.\n"
+        "Distinct states per depth: 1: 1, 2: 2, 3: 3.\n")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["verdict"] == "error" and data["stopped"]["complete_depth"] == 2

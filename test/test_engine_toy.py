@@ -619,3 +619,56 @@ def test_workers_check_quiescent_and_eventually_like_one_search(search):
                      workers=2, worker_model=lambda i: philosophers(2))
     assert outcome.why == "stopped"
     assert labels(outcome) == [None, "take left 1", "take left 0"]
+
+
+# -- a search stopped by its time (--seconds) -------------------------------------------------
+
+class Ticks:
+    """A clock that moves one second each time it is read: the search reads it once at
+    its start and once before each world it expands, so `seconds` S lets it expand
+    S - 1 worlds (their steps all taken) and stop before the next."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+# a binary tree of depth 4: 1, 2, 4, 8 worlds per depth; breadth-first expands s, a, b, ...
+TREE = {"s": [("l", "a"), ("r", "b")], "a": [("l", "aa"), ("r", "ab")],
+        "b": [("l", "ba"), ("r", "bb")], "aa": [("l", "aaa"), ("r", "aab")],
+        "ab": [("l", "aba"), ("r", "abb")], "ba": [("l", "baa"), ("r", "bab")],
+        "bb": [("l", "bba"), ("r", "bbb")]}
+
+
+@pytest.mark.parametrize("seconds, expect", [
+    (2, (2, 0, 2, (1, 2))),            # s expanded: a and b found and checked, not expanded
+    (3, (2, 1, 2, (1, 2, 2))),         # then a: aa and ab found
+    (5, (3, 1, 4, (1, 2, 4, 2))),      # s a b aa: depth 3 found, aaa aab below it
+    (9, (4, 1, 8, (1, 2, 4, 8))),      # ... and the first leaf
+    (16, None),                        # all 15 worlds expanded: the search ends
+])
+def test_a_search_stopped_by_its_time_says_what_it_proved(seconds, expect):
+    outcome = bfs(graph(TREE), [], Collect(), seconds=seconds, clock=Ticks()).run()
+    assert outcome.verdict == "ok"
+    if expect is None:
+        assert outcome.stopped is None and outcome.stats.distinct == 15
+        return
+    complete, expanded, at_next, per_depth = expect
+    proven = outcome.stopped
+    assert (proven.complete, proven.expanded, proven.at_next, proven.per_depth) == expect
+    assert outcome.bounded and proven.why == f"--seconds {seconds}"
+    assert outcome.stats.distinct == sum(per_depth)
+    assert proven.lines()[0].startswith(f"The search stopped (--seconds {seconds}): every "
+                                        f"world to depth {complete} was checked, and "
+                                        f"{expanded} of the {at_next} worlds")
+
+
+def test_a_stopped_search_checks_every_world_it_found():
+    """A violation among the worlds found before the time is up is still reported."""
+    bad = Property("invariant", "not_ab", lambda v, _: v["at"] != "ab")
+    outcome = bfs(graph(TREE), [bad], Collect(), seconds=3, clock=Ticks()).run()
+    assert outcome.verdict == "violated" and outcome.prop.name == "not_ab"
+    assert [s.view["at"] for s in outcome.trace] == ["s", "a", "ab"]

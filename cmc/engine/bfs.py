@@ -68,6 +68,9 @@ class BreadthFirst:
         window = executor.window(search)
         outstanding = 0                             # steps handed out, not merged
         while queue or pending:
+            if search.time_up():
+                search.stats.queue = len(queue) + len(pending)
+                return search.stopped()
             while queue and (outstanding < window or not pending):
                 item = queue.popleft()
                 fp = executor.fp(item)
@@ -92,6 +95,7 @@ class BreadthFirst:
             if outcome is not None:
                 search.stats.queue = len(queue) + len(pending)
                 return outcome
+            search.expanded[world.depth] += 1
             search.tick(len(queue) + len(pending))
         reduction.finish(search)
         return search.finish()

@@ -197,6 +197,36 @@ class Outcome:
     walk: int | None = None
     seed: int | None = None
     bounded: bool = False             # some world at a depth bound was not expanded
+    # A breadth-first search stopped before its end (its time was up: --seconds), and
+    # what it had proven then (Proven), else None.
+    stopped: "Proven | None" = None
+
+
+@dataclass(frozen=True)
+class Proven:
+    """How far a breadth-first search that stopped early got: every world to depth
+    `complete` was found and checked, and `expanded` of the `at_next` worlds at that
+    depth had their steps taken (so depth complete + 1 is that much done); `per_depth`
+    counts the distinct worlds found at each depth (1 the initial one). `why` names
+    what stopped it."""
+    why: str
+    complete: int
+    expanded: int
+    at_next: int
+    per_depth: tuple[int, ...]
+
+    def lines(self) -> list[str]:
+        share = f" ({self.expanded / self.at_next:.0%})" if self.at_next else ""
+        return [f"The search stopped ({self.why}): every world to depth {self.complete} "
+                f"was checked, and {self.expanded} of the {self.at_next} worlds at depth "
+                f"{self.complete}{share} were expanded toward depth {self.complete + 1}.",
+                "Distinct states per depth: "
+                + ", ".join(f"{d}: {n}" for d, n in enumerate(self.per_depth, 1)) + "."]
+
+    def data(self) -> dict:
+        return {"why": self.why, "complete_depth": self.complete,
+                "expanded_at_complete_depth": self.expanded,
+                "worlds_at_complete_depth": self.at_next, "per_depth": list(self.per_depth)}
 
 
 class EngineLimit(Exception):

@@ -28,11 +28,12 @@ model.PropertyKind says it of each kind, `checked`):
 """
 from __future__ import annotations
 
+import collections
 import time
 
 from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import (Action, Checked, EngineLimit, Model, NullObserver, Observer, Outcome,
-                    Property, Reporter, Stats, Step)
+                    Property, Proven, Reporter, Stats, Step)
 from .replay import NOT_KEPT, explained, recheck, recheck_initial, replay, take_step
 from .worlds import InProcess, Replaying
 
@@ -57,7 +58,8 @@ class Search:
                  order, worlds=None, executor=None, reduction=None, *,
                  max_depth: int | None = None, max_states: int | None = None,
                  det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS,
-                 observer: Observer | None = None):
+                 observer: Observer | None = None, seconds: float | None = None,
+                 clock=time.monotonic):
         self.order = order
         self.worlds = worlds or Replaying()
         self.executor = executor or InProcess()
@@ -71,6 +73,13 @@ class Search:
         self.max_states = max_states
         self.det = det
         self.observer = observer or NullObserver()
+        # --seconds: a breadth-first search stops expanding worlds once `clock` passes
+        # this (the one thing in a search that real time decides: how far it gets)
+        self.seconds = seconds
+        self.clock = clock
+        self.deadline = None if seconds is None else clock() + seconds
+        self.per_depth: collections.Counter = collections.Counter()   # distinct worlds
+        self.expanded: collections.Counter = collections.Counter()    # their steps taken
         checked = {when: [p for p in self.props if p.kind.checked is when] for when in Checked}
         self.state_props = checked[Checked.STATE]
         self.transition_props = checked[Checked.TRANSITION]
@@ -146,6 +155,7 @@ class Search:
     def found(self, fp: bytes, parent: bytes | None, key: tuple | None, depth: int) -> None:
         """A new distinct world."""
         self.parent[fp] = (parent, key, depth)
+        self.per_depth[depth] += 1
         self.stats.distinct += 1
         self.stats.depth = max(self.stats.depth, depth)
         if self.max_states is not None and self.stats.distinct > self.max_states:
@@ -271,6 +281,27 @@ class Search:
         steps = self.trace(keys + suffix_keys, fps + suffix_fps)
         return Outcome("violated", self.stats, failure.prop, steps,
                        suffix_from=len(keys) + 1, loop_to=loop_to, why=failure.why)
+
+    def time_up(self) -> bool:
+        """--seconds: whether the search's time is up."""
+        return self.deadline is not None and self.clock() >= self.deadline
+
+    def proven(self, why: str) -> Proven:
+        """What a breadth-first search has proven so far (Proven): the worlds are
+        expanded in order of depth, so every world at a depth below the first one with
+        a world not expanded was found and checked, and so was every world at that
+        depth."""
+        depths = sorted(self.per_depth)
+        complete = next((d for d in depths if self.expanded[d] < self.per_depth[d]),
+                        depths[-1] if depths else 0)
+        return Proven(why, complete, self.expanded[complete], self.per_depth[complete],
+                      tuple(self.per_depth[d] for d in range(1, (depths or [0])[-1] + 1)))
+
+    def stopped(self) -> Outcome:
+        """--seconds: the time is up before the search ended, with no violation found."""
+        self.before_progress()
+        return Outcome("ok", self.stats, bounded=True,
+                       stopped=self.proven(f"--seconds {self.seconds:g}"))
 
     def finish(self) -> Outcome:
         """The search is over without a safety violation."""

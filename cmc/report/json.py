@@ -19,12 +19,14 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
            error: str | None = None, error_kind: str | None = None,
            trace_file: str | None = None, seed: int | None = None,
            walks: int | None = None, live_steps: int | None = None,
-           coverage: dict | None = None, findings: list = (), strict: bool = False) -> dict:
+           coverage: dict | None = None, findings: list = (), strict: bool = False,
+           proven=None) -> dict:
     """The report as plain data. `outcome` is the engine's Outcome (None when the
     run ended in an error before a verdict: then `error` is its message and
     `error_kind` its kind, the error's `kind` or "interrupted"). `coverage` and
     `findings` are cmc/coverage.py's; under `strict` a finding makes an "ok" search's
-    verdict "vacuous"."""
+    verdict "vacuous". `proven` (engine.model.Proven) says how far a breadth-first
+    search that stopped part way got."""
     data = {
         "cmc_report": SCHEMA_VERSION,
         "cmc_version": __version__,
@@ -51,6 +53,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         "elapsed_seconds": round(elapsed, 3),
         "workers": None,
         "coverage": coverage,
+        "stopped": proven.data() if proven is not None else None,
         "findings": [{"kind": f.kind, "message": f.message} for f in findings],
     }
     if seed is not None:

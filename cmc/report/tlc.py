@@ -228,8 +228,12 @@ class TlcReporter:
                 self.say(f"Simulation completed: {st.walks} walk{'s' if st.walks != 1 else ''}"
                          ", no error has been found.")
             else:
-                self.say("Model checking completed. No error has been found.")
-                if outcome.bounded:
+                if outcome.stopped is not None:
+                    self.say(f"Model checking stopped ({outcome.stopped.why}). No error has "
+                             "been found in the worlds checked.")
+                else:
+                    self.say("Model checking completed. No error has been found.")
+                if outcome.bounded and outcome.stopped is None:
                     self.say(f"  The search was bounded at depth {st.depth} ({bound}): "
                              f"{st.unexplored} state{'s' if st.unexplored != 1 else ''} at "
                              "that depth were not expanded.")
@@ -250,6 +254,9 @@ class TlcReporter:
         self.say(f"{st.generated} states generated{reduced}, {st.distinct} distinct states "
                  f"found, {st.queue} states left on queue.")
         self.say(f"The depth of the complete state graph search is {st.depth}.")
+        if outcome.stopped is not None:
+            for line in outcome.stopped.lines():
+                self.say(line)
         for line in notes:
             self.say(line)
         self.end()
