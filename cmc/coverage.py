@@ -8,7 +8,9 @@ however many workers took the steps. From the worlds' views (the kernel's, with 
 world shows of how far the run got: budgets spent, clients connected, addresses
 listened on) and the model's text it counts:
 
-- the steps taken, by kind and by the node they act on;
+- the steps taken, by kind and by the node they act on, and the new worlds they
+  produced by kind, node, channel (sender -> receiver) and depth: where a search's
+  worlds come from, measured;
 - the deepest world reached with each amount of each budget spent;
 - for each property, in how many of the worlds (steps, for an action property;
   quiescent worlds, for a quiescent one) it was checked on it held *for a reason*
@@ -76,6 +78,10 @@ class Coverage:
         self.worlds = 0
         self.quiescent_worlds = 0
         self.taken: collections.Counter = collections.Counter()    # (kind, node) -> steps
+        # new worlds by what produced them: (kind, node, channel or None, depth of the
+        # world stepped from); the step just observed, which a new world follows at once
+        self.produced: collections.Counter = collections.Counter()
+        self._last: tuple | None = None
         self.deepest: dict[str, dict[int, int]] = {}    # budget -> spent -> deepest depth
         self.answered: collections.Counter = collections.Counter()  # client -> worlds
         self.addresses: dict[str, str] = {}             # ghost client -> its address
@@ -91,6 +97,10 @@ class Coverage:
     # -- the engine's observer ---------------------------------------------------------
     def world(self, view: dict, depth: int | None) -> None:
         self.worlds += 1
+        if self._last is not None:         # the step just taken found this new world
+            kind, node, channel = self._last
+            self.produced[kind, node, channel, None if depth is None else depth - 1] += 1
+            self._last = None
         self.node_names = view.get("node_names", self.node_names)
         for c in self.props:
             if c.kind.checked.name == "STATE":
@@ -123,7 +133,10 @@ class Coverage:
 
     def step(self, action: Action, view: dict, next_view: dict) -> None:
         fields = action.fields or {}
-        self.taken[(action.kind.value, fields.get("node") or fields.get("dst"))] += 1
+        node = fields.get("node") or fields.get("dst")
+        self.taken[(action.kind.value, node)] += 1
+        channel = f"{fields['src']} -> {fields['dst']}" if "src" in fields else None
+        self._last = (action.kind.value, node, channel)
         for c in self.props:
             if c.kind is PropertyKind.ACTION:
                 c.checked += 1
@@ -224,12 +237,30 @@ class Coverage:
             out.setdefault(kind, {})[node or "-"] = n
         return out
 
+    def origins(self) -> dict[str, dict]:
+        """The new worlds by what produced them: by kind, by node, by channel, by the
+        depth of the world stepped from (the initial world aside)."""
+        out: dict[str, dict] = {"kind": {}, "node": {}, "channel": {}, "depth": {}}
+        for (kind, node, channel, depth), n in self.produced.items():
+            for part, key in (("kind", kind), ("node", node or "-"),
+                              ("channel", channel), ("depth", depth)):
+                if key is not None:
+                    out[part][key] = out[part].get(key, 0) + n
+        order = [k.value for k in ActionKind]
+        out["kind"] = dict(sorted(out["kind"].items(), key=lambda kv: order.index(kv[0])
+                                  if kv[0] in order else len(order)))
+        for part in ("node", "channel"):
+            out[part] = dict(sorted(out[part].items(), key=lambda kv: (-kv[1], str(kv[0]))))
+        out["depth"] = {str(d): n for d, n in sorted(out["depth"].items())}
+        return out
+
     def data(self) -> dict:
         """Coverage for the JSON report."""
         return {
             "worlds": self.worlds,
             "quiescent_worlds": self.quiescent_worlds,
             "steps": self.steps_by_kind(),
+            "new_worlds_from": self.origins(),
             "deepest": {b: {str(k): d for k, d in sorted(v.items())}
                         for b, v in sorted(self.deepest.items()) if self.model.budgets.get(b)},
             "properties": [{"kind": c.kind.value, "name": c.prop.name, "checked": c.checked,
@@ -256,6 +287,14 @@ class Coverage:
         else:
             taken = ", ".join(f"{kind} {sum(nodes.values())}" for kind, nodes in steps.items())
             out.append(f"  Steps taken: {taken or 'none'}.")
+        if whole:
+            origins = self.origins()
+            for part, label in (("kind", "kind"), ("node", "node"), ("channel", "channel"),
+                                ("depth", "depth stepped from")):
+                if origins[part]:
+                    sep = ": " if part == "depth" else " "
+                    out.append(f"  New worlds by {label}: " + ", ".join(
+                        f"{k}{sep}{n}" for k, n in origins[part].items()) + ".")
         for budget, spent in sorted(self.deepest.items()):
             if self.model.budgets.get(budget) and (whole or len(spent) > 1):
                 per = ", ".join(f"{k} spent at depth {d}" for k, d in sorted(spent.items()))

@@ -261,3 +261,33 @@ def test_help_names_the_ci_options():
     for option in ("--junit REPORT.xml", "--out DIR", "--coverage", "--strict"):
         assert option in r.stdout
     assert ROOT.exists()
+
+
+def test_new_worlds_are_counted_by_what_produced_them(tmp_path):
+    """The world found just after a step is that step's: by kind, node, channel and the
+    depth stepped from; a step into a world already seen produces none."""
+    cov = Coverage(model(tmp_path, ""))
+    cov.world(view(), 1)                                       # the initial world
+    deliver = Action(("D",), ActionKind.DELIVER, "DELIVER", {"src": "a", "dst": "b"})
+    crash = Action(("C",), ActionKind.CRASH, "CRASH a", {"node": "a"})
+    cov.step(deliver, view(), view())
+    cov.world(view(), 2)
+    cov.step(crash, view(), view())                            # back to a world seen
+    cov.step(crash, view(), view())
+    cov.world(view(), 3)
+    assert cov.origins() == {"kind": {"DELIVER": 1, "CRASH": 1}, "node": {"a": 1, "b": 1},
+                             "channel": {"a -> b": 1}, "depth": {"1": 1, "2": 1}}
+    assert cov.steps_by_kind() == {"DELIVER": {"b": 1}, "CRASH": {"a": 2}}
+    assert "  New worlds by channel: a -> b 1." in cov.lines(whole=True)
+
+
+def test_coverage_is_the_same_with_two_workers(tmp_path):
+    path = counter(tmp_path)
+    one = cmc(tmp_path, path, "--json", tmp_path / "1.json", "--coverage")
+    two = cmc(tmp_path, path, "--json", tmp_path / "2.json", "--coverage", "--workers", "2")
+    assert one.returncode == two.returncode == 0, one.stdout + two.stdout
+    first = json.loads((tmp_path / "1.json").read_text())["coverage"]
+    assert first == json.loads((tmp_path / "2.json").read_text())["coverage"]
+    assert first["new_worlds_from"] == {"kind": {"DELIVER": 8}, "node": {"counter": 8},
+                                        "channel": {"b -> counter": 6, "a -> counter": 2},
+                                        "depth": {"1": 2, "2": 3, "3": 2, "4": 1}}
