@@ -193,7 +193,8 @@ def test_json_report_of_a_simulation(tmp_path):
     assert r.returncode == 0
     assert data["mode"] == "simulate"
     assert data["simulation"] == {"seed": 3, "walks": 2, "walks_done": 2,
-                                  "failing_walk": None, "failing_walk_seed": None}
+                                  "failing_walk": None, "failing_walk_seed": None,
+                                  "walk_states": None}
 
 
 @pytest.mark.parametrize("args, status, kind, message", [

@@ -672,3 +672,40 @@ def test_a_stopped_search_checks_every_world_it_found():
     outcome = bfs(graph(TREE), [bad], Collect(), seconds=3, clock=Ticks()).run()
     assert outcome.verdict == "violated" and outcome.prop.name == "not_ab"
     assert [s.view["at"] for s in outcome.trace] == ["s", "a", "ab"]
+
+
+# -- a walk's counterexample, shrunk ----------------------------------------------------------
+
+# s -loop-> a -back-> s goes round; s -go-> b -on-> c -end-> bad is the way to the violation
+WANDER = {"s": [("loop", "a"), ("go", "b")], "a": [("back", "s")], "b": [("on", "c"), ("up", "s")],
+          "c": [("end", "bad"), ("up", "s")]}
+
+
+def test_a_walks_violation_is_shrunk_to_the_fewest_actions():
+    """Whatever a walk wandered through, its behavior is shrunk to go, on, end (4
+    states, BFS's shortest); the walk's own length is kept, and the shrunk behavior
+    replays from launch (every system the shrinking opened is closed: run checks it)."""
+    prop = invariant("not_bad", lambda v: v["at"] != "bad")
+    wandered = 0
+    for seed in range(20):
+        outcome, _ = run(walks, graph(WANDER), [prop], seed=seed, walks=50, max_depth=60)
+        assert outcome.verdict == "violated"
+        assert labels(outcome) == [None, "go", "on", "end"]
+        if outcome.shrunk_from is not None:
+            wandered += 1
+            assert outcome.shrunk_from > 4 and outcome.shrink_replays > 0
+        else:
+            assert outcome.stats.walk_lengths[-1] == 4      # it went straight there
+    assert wandered >= 10
+    bfs_outcome, _ = run(bfs, graph(WANDER), [prop])
+    assert labels(bfs_outcome) == [None, "go", "on", "end"]
+
+
+def test_an_action_propertys_violation_is_shrunk_to_its_step():
+    """An action property is checked on the shrunk steps too: the violating step is
+    kept, whatever the walk did before it."""
+    prop = Property("action", "never_up", lambda v, w: not (v["at"] == "c" and w["at"] == "s"))
+    for seed in range(10):
+        outcome, _ = run(walks, graph(WANDER), [prop], seed=seed, walks=50, max_depth=60)
+        if outcome.verdict == "violated":
+            assert labels(outcome) == [None, "go", "on", "up"]

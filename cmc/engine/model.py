@@ -200,6 +200,10 @@ class Outcome:
     # A breadth-first search stopped before its end (its time was up: --seconds), and
     # what it had proven then (Proven), else None.
     stopped: "Proven | None" = None
+    # A walk's violation shrunk (shrink.py): the states of the walk's own behavior, and
+    # the replays from launch the shrinking took; None when not shrunk.
+    shrunk_from: int | None = None
+    shrink_replays: int = 0
 
 
 @dataclass(frozen=True)

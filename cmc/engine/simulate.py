@@ -9,6 +9,9 @@ walk starts from a fresh launch and takes up to `max_depth` states (the initial
 one included), choosing uniformly among the enabled actions; it ends early at a
 world with no enabled action.
 
+A walk's violation of an invariant or an action property is shrunk before it is shown
+(shrink.py): the fewest of its actions that still violate the property from launch.
+
 Properties are checked as in the exhaustive searches, on what the walks visit:
 invariants and witnesses on each world the first time any walk reaches it,
 actions on every step. A world where no DELIVER is enabled but a FIRE is must be
@@ -25,6 +28,7 @@ import random
 
 from .model import EngineLimit, Outcome
 from .replay import recheck, replay
+from .shrink import SHRINKABLE, shrink
 
 DEFAULT_WALK_DEPTH = 100   # TLC's own default for -simulate -depth
 
@@ -166,9 +170,18 @@ class _Walk:
         stats.walk_lengths.append(len(self.fps))
 
     def violated(self, prop) -> Outcome:
+        """The walk's violation of `prop`, its behavior shrunk where it can be."""
         self.ended()
         self.close()
-        return Outcome("violated", self.search.stats, prop, self.search.trace(self.keys, self.fps))
+        search = self.search
+        keys, fps = list(self.keys), self.fps
+        shrunk_from, replays = None, 0
+        if prop.kind.checked in SHRINKABLE and len(keys) > 1:
+            small, replays = shrink(search.model, prop, keys)
+            if len(small) < len(keys):
+                shrunk_from, keys, fps = len(keys) + 1, small, None
+        return Outcome("violated", search.stats, prop, search.trace(keys, fps),
+                       shrunk_from=shrunk_from, shrink_replays=replays)
 
     def close(self) -> None:
         if self.system is not None:

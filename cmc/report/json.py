@@ -96,6 +96,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         data["simulation"]["walks_done"] = st.walks
         data["simulation"]["failing_walk"] = outcome.walk
         data["simulation"]["failing_walk_seed"] = outcome.seed
+        data["simulation"]["walk_states"] = outcome.shrunk_from or len(outcome.trace) or None
     return data
 
 

@@ -246,6 +246,10 @@ class TlcReporter:
             if outcome.walk is not None:
                 self.say(f"The behavior was found by walk {outcome.walk} (seed {outcome.seed}); "
                          f"run it alone with --simulate --seed {outcome.seed} --walks 1.")
+            if outcome.shrunk_from is not None:
+                self.say(f"The walk's behavior had {outcome.shrunk_from} states; shrunk to "
+                         f"{len(outcome.trace)} by dropping actions ({outcome.shrink_replays} "
+                         "replays from launch).")
         if self.simulation:
             self.say(f"The number of states generated: {st.generated}")
             self.say(f"Simulation using seed {self.seed} and aril 0")
