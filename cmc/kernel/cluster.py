@@ -73,7 +73,7 @@ class ClusterSpec:
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
     maelstrom: object = None   # maelstrom.MaelstromSpec: nodes speaking Maelstrom's protocol
     # `peers` lines: node index -> the indexes of the nodes it may connect or send to
-    # (a node without a line may reach any); checked at every step (Cluster.check_peer)
+    # (a node without a line may reach any); checked at every step (Setting.check_peer)
     peers: dict = field(default_factory=dict)
 
 
@@ -104,11 +104,9 @@ class Cluster:
         self.budgets = dict(spec.budgets)
         self._out_offsets: dict[str, int] = {}
 
-    # The setting's figures, as the adapter and fork_world read and set them.
+    # The setting's figures, as the adapter reads and sets them.
     virtual = property(lambda self: self.setting.virtual)
     step = property(lambda self: self.setting.step)
-    replies = property(lambda self: self.ledger.replies)
-    history = property(lambda self: self.ledger.history)
 
     recording = _of_setting("recording")
     shift = _of_setting("shift")

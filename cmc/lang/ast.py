@@ -281,6 +281,32 @@ FUNCTIONS = ("len", "set", "sorted", "min", "max", "sum")
 KEYWORDS = ("and", "or", "not", "in", "all", "some", "true", "false", "null")
 
 
+KNOWN_EXPRESSIONS = (Literal, ListExpr, Name, Field, Index, Call, Unary, Binary, Quantifier)
+
+
+def subexpressions(expr: Expr | None):
+    """`expr` and every expression inside it (an object of a kind not in
+    KNOWN_EXPRESSIONS is yielded, not entered)."""
+    stack = [expr] if expr is not None else []
+    while stack:
+        e = stack.pop()
+        yield e
+        if isinstance(e, Field):
+            stack.append(e.base)
+        elif isinstance(e, Index):
+            stack += (e.base, e.key)
+        elif isinstance(e, ListExpr):
+            stack += e.items
+        elif isinstance(e, Call):
+            stack += e.args
+        elif isinstance(e, Unary):
+            stack.append(e.operand)
+        elif isinstance(e, Binary):
+            stack += (e.left, e.right)
+        elif isinstance(e, Quantifier):
+            stack += (e.domain, e.body)
+
+
 def unparse(expr: Expr) -> str:
     """The expression as source text with every operator parenthesised: the tests use
     it to check precedence and associativity."""

@@ -14,8 +14,9 @@ sub-expression, which ``check_property`` prefixes with the property's name.
 from __future__ import annotations
 
 from cmc.errors import ModelError
-from cmc.lang.ast import (PER_NODE_NAMES, WORLD_NAMES, Binary, Call, Expr, Field, Index,
-                          ListExpr, Literal, Name, Property, Quantifier, Unary, error_at)
+from cmc.lang.ast import (KNOWN_EXPRESSIONS, PER_NODE_NAMES, WORLD_NAMES, Binary, Call, Expr,
+                          Field, Index, ListExpr, Literal, Name, Property, Quantifier, Unary,
+                          error_at, subexpressions)
 from cmc.lang.values import (OrderError, SetValue, compare, equal, is_int, is_number,
                              render, sort_values, type_name)
 
@@ -48,28 +49,12 @@ def world_names_read(expr: Expr) -> tuple[str, ...] | None:
     much only costs a miss). None when it reads the world after a transition (a
     primed name)."""
     names: set[str] = set()
-    stack = [expr]
-    while stack:
-        e = stack.pop()
+    for e in subexpressions(expr):
         if isinstance(e, Name):
             if e.primed:
                 return None
             names.add(e.name if e.name in WORLD_NAMES else "params")
-        elif isinstance(e, Field):
-            stack.append(e.base)
-        elif isinstance(e, Index):
-            stack += (e.base, e.key)
-        elif isinstance(e, ListExpr):
-            stack += e.items
-        elif isinstance(e, Call):
-            stack += e.args
-        elif isinstance(e, Unary):
-            stack.append(e.operand)
-        elif isinstance(e, Binary):
-            stack += (e.left, e.right)
-        elif isinstance(e, Quantifier):
-            stack += (e.domain, e.body)
-        elif not isinstance(e, Literal):
+        elif not isinstance(e, KNOWN_EXPRESSIONS):
             return None                   # a kind of expression this does not know
     return tuple(sorted(names))
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cmc.lang.ast import (Binary, Call, Expr, Field, Index, ListExpr, Literal, Loc, Name,
-                          Property, Quantifier, Unary)
+from cmc.lang.ast import (Binary, Expr, Literal, Loc, Name, Property, Quantifier,
+                          subexpressions)
 
 
 @dataclass(frozen=True)
@@ -55,28 +55,6 @@ def _trigger(expr: Expr) -> Trigger | None:
         return Trigger(Quantifier("some", expr.var, expr.domain, inner.expr, expr.loc),
                        inner.shown, inner.domain, inner.loc)
     return None
-
-
-def subexpressions(expr: Expr | None):
-    """`expr` and every expression inside it."""
-    stack = [expr] if expr is not None else []
-    while stack:
-        e = stack.pop()
-        yield e
-        if isinstance(e, Field):
-            stack.append(e.base)
-        elif isinstance(e, Index):
-            stack += (e.base, e.key)
-        elif isinstance(e, ListExpr):
-            stack += e.items
-        elif isinstance(e, Call):
-            stack += e.args
-        elif isinstance(e, Unary):
-            stack.append(e.operand)
-        elif isinstance(e, Binary):
-            stack += (e.left, e.right)
-        elif isinstance(e, Quantifier):
-            stack += (e.domain, e.body)
 
 
 def primed_names(expr: Expr | None) -> tuple[str, ...]:

@@ -116,12 +116,17 @@ def _jsonable(key):
 
 def write(path: str, data: dict) -> None:
     """Write atomically: a reader never sees half a report."""
+    text = json.dumps(data, indent=1, default=str) + "\n"
+    write_atomically(path, text.encode("utf-8"), ".cmc-report-")
+
+
+def write_atomically(path: str, data: bytes, prefix: str) -> None:
+    """`data` into `path` by a temporary file beside it renamed over it."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".cmc-report-", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, default=str)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         try:

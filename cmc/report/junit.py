@@ -15,11 +15,11 @@ read) requires or allows are written.
 """
 from __future__ import annotations
 
-import os
 import socket
-import tempfile
 import time
 import xml.etree.ElementTree as ET
+
+from .json import write_atomically
 
 
 def report(*, model: str, started: float, elapsed: float, properties: list[tuple[str, str]],
@@ -75,15 +75,4 @@ def _one_line(text: str) -> str:
 
 def write(path: str, data: bytes) -> None:
     """Write atomically: a CI job never reads half a report."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".cmc-junit-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, data, ".cmc-junit-")

@@ -190,7 +190,7 @@ class Network:
         self.channel_cap = channel_cap
         self._serial = 0
         # --por: tables a step looked up without necessarily changing them (cleared by
-        # Cluster.apply; Cluster.touched)
+        # Cluster.apply; Cluster.changed)
         self.reads: set[str] = set()
         self.setting = None           # who is at the ends (`attach`)
         self.ledger = None

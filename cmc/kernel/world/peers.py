@@ -1,5 +1,5 @@
 """`peers NODE: A, B` lines (docs/model-file.md, "`peers`"): the nodes a node may reach,
-checked at every step (Cluster.check_peer, from the connect and send calls and the
+checked at every step (Setting.check_peer, from the connect and send calls and the
 deliveries)."""
 from __future__ import annotations
 
