@@ -3,7 +3,7 @@
     python test/worlds_dump.py OUT.txt CMC-ARGUMENTS...
 
 For a test that has to say which worlds two runs disagree on (the fingerprint is a
-digest of these lines: kernel/cluster.py, Cluster._world)."""
+digest of these lines: kernel/world/view.py, `world`)."""
 from __future__ import annotations
 
 import sys
@@ -12,14 +12,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cmc.cli import main  # noqa: E402
-from cmc.kernel import cluster  # noqa: E402
+from cmc.kernel.world import view  # noqa: E402
 
 
 def dumping(out):
-    world = cluster.Cluster._world
+    world = view.world
 
-    def _world(self):
-        w = world(self)
+    def _world(cluster):
+        w = world(cluster)
         out.write(repr(w) + "\n")
         return w
     return _world
@@ -27,6 +27,6 @@ def dumping(out):
 
 if __name__ == "__main__":
     with open(sys.argv[1], "w") as out:
-        cluster.Cluster._world = dumping(out)
+        view.world = dumping(out)
         status = main(sys.argv[2:])
     sys.exit(status)
