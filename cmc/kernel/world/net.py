@@ -326,7 +326,7 @@ class Network:
         """A node sends on its end of conn. Bytes to a ghost client are consumed at once
         (no DELIVER, no DROP: docs/model-file.md, the `client` statement)."""
         receiver = conn.end(1 - side)
-        if receiver is not None:
+        if receiver is not None and self.setting.spec.peers:     # `peers` lines to check
             sender = conn.end(side).owner.node
             if sender is not None and receiver.owner.node is not None:
                 self.check_peer(sender, receiver.owner.node, "sends to",
