@@ -313,6 +313,9 @@ class Network:
                               "(raise it with --channel-cap)")
         dgram.sent = self.clock
         self.dgrams.append(dgram)
+        found = self.udp_for(dgram.dst)
+        if found is not None and found[0] == dgram.src_node:
+            self.deliver_dgram(dgram)          # to itself: not the network's
 
     # -- node side -----------------------------------------------------------
     def connect(self, owner: Owner, local: Addr, dst: Addr) -> Connection:
@@ -320,7 +323,18 @@ class Network:
         conn = Connection(self._serial, Endpoint(owner, local), dst)
         conn.chan[0].append(Msg(CONNECT, sent=self.clock))
         self.conns.append(conn)
+        if owner.node is not None:
+            found = self.listener_for(dst)
+            if found is not None and found[0] == owner.node:
+                self.deliver(conn, 0)          # to itself: not the network's
         return conn
+
+    def inside(self, conn: Connection) -> bool:
+        """Whether both ends of conn are one node's: its bytes are handed over at
+        once, in order, never lost, never an action (docs/target-contract.md, "A
+        node's connections to itself")."""
+        return conn.b is not None and conn.a.owner.node is not None \
+            and conn.a.owner.node == conn.b.owner.node
 
     def send(self, conn: Connection, side: int, msg: Msg) -> None:
         """A node sends on its end of conn. Bytes to a ghost client are consumed at once
@@ -342,6 +356,8 @@ class Network:
             return
         full = len(conn.chan[side]) >= self.channel_cap     # name the ends in the error
         self.put(conn, side, msg, " -> ".join(self.chan_names(conn, side)) if full else "")
+        while self.inside(conn) and conn.chan[side]:
+            self.deliver(conn, side)           # to itself: not the network's
 
     def put(self, conn: Connection, side: int, msg: Msg, names: str = "") -> None:
         """Msg into side `side`'s channel of conn, stamped with the clock."""
