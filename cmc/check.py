@@ -58,6 +58,7 @@ class Run:
         self.load_error = False
         self.mode = "bfs"
         self.seed = None
+        self.walk_seed = None         # --seconds: the seed of the walks after the search
         self.out_dir = None           # --out: where this run's outputs are kept
         self.proven = None            # a breadth-first search stopped part way: Proven
         self.coverage = None          # the search's Coverage (cmc/coverage.py)
@@ -146,6 +147,10 @@ def check(args, run: Run) -> Outcome:
     props = engine_properties(model)
     if args.simulate:
         run.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    elif getattr(args, "seconds", None) is not None and args.dfs is None:
+        # the seed of the walks that take the time a breadth-first search leaves
+        run.walk_seed = args.seed if args.seed is not None else \
+            int.from_bytes(os.urandom(4), "big")
     reporter = make_reporter()
     scratch = Scratch(parent=args.scratch)
     workroot = scratch.path
@@ -379,16 +384,18 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int,
     if args.dfs is not None:
         order = DepthFirst(args.dfs)
     elif args.simulate:
-        order = Walks(run.seed, args.walks or DEFAULT_WALKS)
+        order = Walks(run.seed, args.walks or DEFAULT_WALKS, swarm=getattr(args, "swarm", False))
     else:
         order = BreadthFirst(check_merges=args.check_merges)
         reduction = SleepSets(check_por=args.check_por) if args.por else None
     worlds = Copying() if args.fast else Replaying()
     executor = _pool(args, system_model) if args.workers > 1 or args.ray else InProcess()
-    return Search(system_model, props, reporter, order, worlds, executor, reduction,
-                  max_depth=args.max_depth, max_states=args.max_states, det=args.det,
-                  live_steps=live_steps, observer=observer,
-                  seconds=getattr(args, "seconds", None))
+    search = Search(system_model, props, reporter, order, worlds, executor, reduction,
+                    max_depth=args.max_depth, max_states=args.max_states, det=args.det,
+                    live_steps=live_steps, observer=observer,
+                    seconds=getattr(args, "seconds", None))
+    search.walk_seed = run.walk_seed
+    return search
 
 
 def _pool(args, system_model) -> WorkerPool:

@@ -104,10 +104,15 @@ def parse_args(argv):
                    "with --simulate, the length of a walk (default 100)")
     p.add_argument("--dfs", type=_count(1), metavar="D", help="depth-first, to depth D")
     p.add_argument("--seconds", type=_positive, metavar="S",
-                   help="breadth-first: stop expanding worlds after S seconds and say how "
+                   help="breadth-first for half of S seconds, then (if it has not ended) "
+                   "swarm walks from its frontier for the rest; say how "
                    "far the search got (exit 0 when it found nothing)")
     p.add_argument("--simulate", action="store_true", help="seeded random walks")
-    p.add_argument("--seed", type=int, metavar="S", help="with --simulate: walk i uses seed S+i")
+    p.add_argument("--swarm", action="store_true",
+                   help="with --simulate: each walk with its own weights of actions and "
+                   "nodes and caps on faults, drawn from its seed (swarm testing)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --simulate, or --seconds' walks: walk i uses seed S+i")
     p.add_argument("--walks", type=_count(1), metavar="W",
                    help=f"with --simulate: how many walks (default {DEFAULT_WALKS})")
     p.add_argument("--replay", metavar="TRACE.json", help="run a written trace again")
@@ -197,8 +202,12 @@ def _validate(args) -> None:
         raise usage("--replay runs a written trace; it does not search (drop --dfs/--simulate)")
     if args.dfs is not None and args.max_depth is not None:
         raise usage("--dfs D is the depth bound of the depth-first search; drop --max-depth")
-    if not args.simulate and (args.seed is not None or args.walks is not None):
-        raise usage("--seed and --walks go with --simulate")
+    if not args.simulate and args.walks is not None:
+        raise usage("--walks goes with --simulate")
+    if not args.simulate and args.seed is not None and args.seconds is None:
+        raise usage("--seed goes with --simulate or --seconds")
+    if args.swarm and not args.simulate:
+        raise usage("--swarm goes with --simulate (--seconds' walks are a swarm already)")
     if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise usage(f"argument --out: {args.out} is not a directory")
     if args.scratch is not None and not os.path.isdir(args.scratch):

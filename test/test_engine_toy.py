@@ -674,6 +674,36 @@ def test_a_stopped_search_checks_every_world_it_found():
     assert [s.view["at"] for s in outcome.trace] == ["s", "a", "ab"]
 
 
+def stopped_then_walks(props, seconds, walk_seed):
+    search = bfs(graph(TREE), props, Collect(), seconds=seconds, clock=Ticks())
+    search.walk_seed = walk_seed
+    return search.run()
+
+
+def test_the_time_a_search_leaves_goes_to_swarm_walks_from_its_frontier():
+    """--seconds 10 (Ticks: read at the start, so the deadline is 11): breadth-first
+    search has the first half, to 6, so it expands s a b aa (the reads at 2..5) and stops
+    at the read of 6, with ab ba bb aaa aab found and not expanded; a walk reads the clock
+    before it starts (7..10, four walks), starts at one of those (its seed picks) and
+    walks to a leaf. Of seed 11's walks the fourth reaches bba from bb: a violation, its
+    trace the shortest path, and the walk that found it named (seeds 0 to 10 start their
+    four walks elsewhere or step to bbb)."""
+    bad = Property("invariant", "not_bba", lambda v, _: v["at"] != "bba")
+    outcome = stopped_then_walks([bad], 10, 11)
+    assert outcome.verdict == "violated" and outcome.prop.name == "not_bba"
+    assert [s.view["at"] for s in outcome.trace] == ["s", "b", "bb", "bba"]
+    assert (outcome.walk, outcome.seed, outcome.walk_from) == (4, 14, 3)
+    assert stopped_then_walks([bad], 10, 10).verdict == "ok"
+    # nothing to find: the walks run until the time is up, and the verdict says how far
+    # the search got and how many walks followed
+    outcome = stopped_then_walks([], 10, 4)
+    assert outcome.verdict == "ok" and outcome.bounded
+    assert outcome.stopped.complete == 3 and outcome.stopped.per_depth == (1, 2, 4, 2)
+    assert outcome.walked == (4, 4)
+    # the same seed, the same walks
+    assert stopped_then_walks([], 10, 4).stats.distinct == outcome.stats.distinct
+
+
 # -- a walk's counterexample, shrunk ----------------------------------------------------------
 
 # s -loop-> a -back-> s goes round; s -go-> b -on-> c -end-> bad is the way to the violation

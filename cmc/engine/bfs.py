@@ -70,7 +70,9 @@ class BreadthFirst:
         while queue or pending:
             if search.time_up():
                 search.stats.queue = len(queue) + len(pending)
-                return search.stopped()
+                # the worlds found and not expanded (pending: handed out, not merged)
+                frontier = [world.fp for world in pending] + [executor.fp(i) for i in queue]
+                return search.stopped(frontier)
             while queue and (outstanding < window or not pending):
                 item = queue.popleft()
                 fp = executor.fp(item)

@@ -204,6 +204,11 @@ class Outcome:
     # the replays from launch the shrinking took; None when not shrunk.
     shrunk_from: int | None = None
     shrink_replays: int = 0
+    # A walk from a breadth-first search's frontier (--seconds): the depth of the world
+    # it started from; then (ok) how many walks ran, from which seed.
+    walk_from: int | None = None
+    walked: tuple[int, int] | None = None
+    swarm: bool = False               # found by a swarm walk (simulate.Swarm)
 
 
 @dataclass(frozen=True)

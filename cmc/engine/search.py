@@ -75,9 +75,12 @@ class Search:
         self.observer = observer or NullObserver()
         # --seconds: a breadth-first search stops expanding worlds once `clock` passes
         # this (the one thing in a search that real time decides: how far it gets)
+        # With `walk_seed` (check.py sets it with --seconds) the search has half of its
+        # seconds, and the walks from its frontier the rest (stopped).
         self.seconds = seconds
         self.clock = clock
         self.deadline = None if seconds is None else clock() + seconds
+        self.walk_seed: int | None = None
         self.per_depth: collections.Counter = collections.Counter()   # distinct worlds
         self.expanded: collections.Counter = collections.Counter()    # their steps taken
         checked = {when: [p for p in self.props if p.kind.checked is when] for when in Checked}
@@ -283,8 +286,11 @@ class Search:
                        suffix_from=len(keys) + 1, loop_to=loop_to, why=failure.why)
 
     def time_up(self) -> bool:
-        """--seconds: whether the search's time is up."""
-        return self.deadline is not None and self.clock() >= self.deadline
+        """--seconds: whether the search's time is up (with walks to follow: its half)."""
+        if self.deadline is None:
+            return False
+        half = self.seconds / 2 if self.walk_seed is not None else 0
+        return self.clock() >= self.deadline - half
 
     def proven(self, why: str) -> Proven:
         """What a breadth-first search has proven so far (Proven): the worlds are
@@ -297,11 +303,24 @@ class Search:
         return Proven(why, complete, self.expanded[complete], self.per_depth[complete],
                       tuple(self.per_depth[d] for d in range(1, (depths or [0])[-1] + 1)))
 
-    def stopped(self) -> Outcome:
-        """--seconds: the time is up before the search ended, with no violation found."""
+    def stopped(self, frontier: list[bytes] = ()) -> Outcome:
+        """--seconds: the time is up before the search ended, with no violation found.
+        With `walk_seed`, the rest of the time goes to swarm walks from `frontier`, the
+        worlds found and not expanded (simulate.py)."""
         self.before_progress()
-        return Outcome("ok", self.stats, bounded=True,
-                       stopped=self.proven(f"--seconds {self.seconds:g}"))
+        proven = self.proven(f"--seconds {self.seconds:g}")
+        if self.walk_seed is None or not frontier:
+            return Outcome("ok", self.stats, bounded=True, stopped=proven)
+        from .simulate import Walks
+        walks = Walks(self.walk_seed, None, swarm=True, starts=frontier,
+                      until=lambda: self.clock() >= self.deadline)
+        walks.seen = set(self.parent)
+        self.stats.queue = 0
+        outcome = walks.run(self)
+        if outcome.verdict == "ok":
+            outcome.bounded, outcome.stopped = True, proven
+            outcome.walked = (self.stats.walks, self.walk_seed)
+        return outcome
 
     def finish(self) -> Outcome:
         """The search is over without a safety violation."""

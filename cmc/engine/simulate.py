@@ -21,24 +21,77 @@ until one changes the world (the walk goes on from there) or all lead back (the
 world is quiescent, and the walk ends there if nothing else is enabled); these steps
 are part of the walk and of its trace. `eventually` is checked from the last
 world of every walk: the random prefix, then the fair schedule.
+
+A *swarm* of walks (`--swarm`, and the walks a breadth-first search hands its time left
+to: `--seconds`) gives each walk its own configuration, drawn first from its seed, as
+Groce et al.'s swarm testing gives each test its own subset of features: a weight per
+kind of action and per node or channel (some walks crash a lot, some never drop), a cap
+on each kind of fault below the model's budget (0 included: the walk has no such
+fault), and within the walk a preference for actions not yet taken from the world it is
+at (an action that led back to a world of the walk weighs a tenth). A uniform walk
+spends its one crash in the first steps; a swarm walk that weighs crashes low crashes a
+node late, where a commit point is. Walks from a breadth-first search's frontier start
+at a world it found and did not expand (the walk's generator picks which), reached by a
+replay of its shortest path.
 """
 from __future__ import annotations
 
 import random
 
-from .model import EngineLimit, Outcome
+from .model import ActionKind, EngineLimit, Outcome
 from .replay import recheck, replay
 from .shrink import SHRINKABLE, shrink
 
 DEFAULT_WALK_DEPTH = 100   # TLC's own default for -simulate -depth
 
 
+FAULTS = (ActionKind.DROP, ActionKind.DUP, ActionKind.CRASH)
+WEIGHTS = (0.1, 1.0, 10.0)       # a swarm walk's weight of a kind of action, of an actor
+CAPS = (0, 1, 2, None)           # its cap on a kind of fault (None: the model's budget)
+TAKEN_AGAIN = 0.1                # the weight of an action taken before from the same world
+
+
+class Swarm:
+    """One walk's configuration, drawn from its generator before its first step."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.kinds = {k: rng.choice(WEIGHTS) for k in ActionKind}
+        self.caps = {k: rng.choice(CAPS) for k in FAULTS}
+        self.actors: dict[str, float] = {}     # drawn when the walk first meets one
+        self.spent = {k: 0 for k in FAULTS}
+        self.tried: dict[bytes, set] = {}       # world -> keys the walk took from it
+
+    def choose(self, fp: bytes, actions: list):
+        allowed = [a for a in actions if self.caps.get(a.kind) is None
+                   or self.spent[a.kind] < self.caps[a.kind]] or actions
+        tried = self.tried.setdefault(fp, set())
+        weights = [self.kinds[a.kind] * self._actor(a)
+                   * (TAKEN_AGAIN if a.key in tried else 1.0) for a in allowed]
+        action = self.rng.choices(allowed, weights)[0]
+        tried.add(action.key)
+        if action.kind in self.spent:
+            self.spent[action.kind] += 1
+        return action
+
+    def _actor(self, action) -> float:
+        fields = action.fields or {}
+        who = fields.get("dst") or fields.get("node") or ""
+        if who not in self.actors:
+            self.actors[who] = self.rng.choice(WEIGHTS)
+        return self.actors[who]
+
+
 class Walks:
     pools = False           # its steps are taken in this process
 
-    def __init__(self, seed: int, walks: int):
+    def __init__(self, seed: int, walks: int | None, swarm: bool = False,
+                 starts: list[bytes] = (), until=None):
         self.seed = seed
-        self.walks = walks
+        self.walks = walks            # None: until `until()` says the time is up
+        self.swarm = swarm
+        self.starts = list(starts)    # worlds a breadth-first search left unexpanded
+        self.until = until
         self.seen: set[bytes] = set()
 
     def configure(self, search) -> None:
@@ -46,12 +99,19 @@ class Walks:
             search.max_depth = DEFAULT_WALK_DEPTH
 
     def run(self, search) -> Outcome:
-        for w in range(self.walks):
+        w = 0
+        while (w < self.walks) if self.walks is not None else not self.until():
             seed = self.seed + w
-            outcome = _Walk(search, self, random.Random(seed)).run()
+            rng = random.Random(seed)
+            swarm = Swarm(rng) if self.swarm else None
+            start = rng.choice(self.starts) if self.starts else None
+            outcome = _Walk(search, self, rng, swarm, start).run()
             search.stats.walks += 1
+            w += 1
             if outcome is not None:
-                outcome.walk, outcome.seed = w + 1, seed
+                outcome.walk, outcome.seed, outcome.swarm = w, seed, self.swarm
+                if start is not None:
+                    outcome.walk_from = search.parent[start][2]
                 return outcome
             search.reporter.progress(search.stats)
         return search.unreached() or Outcome("ok", search.stats)
@@ -73,17 +133,28 @@ class Walks:
 
 
 class _Walk:
-    def __init__(self, search, walks: Walks, rng: random.Random):
+    def __init__(self, search, walks: Walks, rng: random.Random, swarm: Swarm | None = None,
+                 start: bytes | None = None):
         self.search = search
         self.walks = walks
         self.rng = rng
+        self.swarm = swarm
+        self.start = start
         self.keys: list[tuple] = []
         self.fps: list[bytes] = []
         self.system = None
+        self.limit = search.max_depth
 
     def run(self) -> Outcome | None:
         search = self.search
-        self.system = search.model.fresh()
+        if self.start is None:
+            self.system = search.model.fresh()
+        else:
+            keys, fps = search.path(self.start)
+            self.system, _ = replay(search.model, keys, fps)
+            self.keys, self.fps = list(keys), list(fps[:-1])
+            if self.limit is None:
+                self.limit = len(fps) + DEFAULT_WALK_DEPTH
         try:
             fp = self.system.fingerprint()
             view = self.system.view()
@@ -91,7 +162,7 @@ class _Walk:
             bad = self.walks.new_world(search, fp, view)
             if bad:
                 return self.violated(bad)
-            while len(self.fps) < search.max_depth:
+            while len(self.fps) < self.limit:
                 actions = self.system.actions()
                 if not actions:
                     break
@@ -104,7 +175,8 @@ class _Walk:
                         continue
                     if all(a.fires for a in actions):
                         break       # only timers that change nothing: the walk is over
-                action = self.rng.choice(actions)
+                action = self.swarm.choose(self.fps[-1], actions) if self.swarm \
+                    else self.rng.choice(actions)
                 outcome, view = self.take(action.key, view)
                 if outcome is not None:
                     return outcome
@@ -141,14 +213,14 @@ class _Walk:
         Returns (outcome or None, whether the walk moved to another world)."""
         fp = self.fps[-1]
         for action in actions:
-            if not action.fires or len(self.fps) >= self.search.max_depth:
+            if not action.fires or len(self.fps) >= self.limit:
                 continue
             outcome, view = self.take(action.key, view)
             if outcome is not None:
                 return outcome, True
             if self.fps[-1] != fp:
                 return None, True
-        if len(self.fps) >= self.search.max_depth and any(a.fires for a in actions):
+        if len(self.fps) >= self.limit and any(a.fires for a in actions):
             return None, True     # the walk ended before the world's FIREs were all tried
         bad = self.search.check_quiescent(view)
         if bad:

@@ -243,9 +243,16 @@ class TlcReporter:
         else:
             for line in violation_lines(outcome, live_steps):
                 self.say(line)
-            if outcome.walk is not None:
-                self.say(f"The behavior was found by walk {outcome.walk} (seed {outcome.seed}); "
-                         f"run it alone with --simulate --seed {outcome.seed} --walks 1.")
+            if outcome.walk_from is not None:
+                self.say(f"The behavior was found by swarm walk {outcome.walk} (seed "
+                         f"{outcome.seed}) from a world at depth {outcome.walk_from} that the "
+                         "breadth-first search found and had no time to expand; its trace "
+                         "runs again with --replay.")
+            elif outcome.walk is not None:
+                swarm = " --swarm" if outcome.swarm else ""
+                self.say(f"The behavior was found by {'swarm ' if swarm else ''}walk "
+                         f"{outcome.walk} (seed {outcome.seed}); run it alone with "
+                         f"--simulate{swarm} --seed {outcome.seed} --walks 1.")
             if outcome.shrunk_from is not None:
                 self.say(f"The walk's behavior had {outcome.shrunk_from} states; shrunk to "
                          f"{len(outcome.trace)} by dropping actions ({outcome.shrink_replays} "
@@ -261,6 +268,11 @@ class TlcReporter:
         if outcome.stopped is not None:
             for line in outcome.stopped.lines():
                 self.say(line)
+        if outcome.walked is not None:
+            n, seed = outcome.walked
+            self.say(f"Then {n} swarm walk{'s' if n != 1 else ''} from its frontier (seed"
+                     f"{f's {seed} to {seed + n - 1}' if n != 1 else f' {seed}'}) found no "
+                     "violation.")
         for line in notes:
             self.say(line)
         self.end()
