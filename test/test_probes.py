@@ -53,6 +53,7 @@ PROBES: dict[str, str | None] = {
     "mixed": None,
     "rlimit": None,
     "fallocate": None,
+    "self": None,
 }
 
 # probes whose state space takes long enough to be marked slow
@@ -82,6 +83,21 @@ def test_probe_under_cmc(name, variant, tmp_path):
     r = run_cmc("--model-file", model, "-D", f"bin={_binary(name, variant)}", cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     assert "Model checking completed. No error has been found." in r.stdout
+
+
+@pytest.mark.parametrize("variant", ["dynamic", "static"])
+def test_a_nodes_connections_to_itself_are_not_the_network(variant, tmp_path):
+    """probe_self talks to itself over TCP and UDP (connect, accept, data both ways,
+    FIN, a reset, a datagram): handed over at once, none of it an action, so the whole
+    probe runs at launch and the search has its one world (docs/target-contract.md,
+    "A node's connections to itself are not the network")."""
+    model = TEST_MODELS / "probe_self.model"
+    r = run_cmc("--model-file", model, "-D", f"bin={_binary('self', variant)}", "--json",
+                tmp_path / "r.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert counts(r.stdout) == (1, 1, 1)
+    world = json.loads((tmp_path / "r.json").read_text())
+    assert world["coverage"]["steps"] == {}
 
 
 # -- the same probes on the real kernel --------------------------------------------------
