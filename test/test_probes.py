@@ -54,6 +54,7 @@ PROBES: dict[str, str | None] = {
     "rlimit": None,
     "fallocate": None,
     "self": None,
+    "mmsg": None,
 }
 
 # probes whose state space takes long enough to be marked slow

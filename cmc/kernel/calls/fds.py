@@ -163,5 +163,5 @@ def sys_einval(call):
 
 
 def sys_unsupported(call):
-    """A call on a virtual socket that cmc does not emulate (sendmmsg, statx, tee ...)."""
+    """A call on a virtual socket that cmc does not emulate (sendfile, statx, tee ...)."""
     return unsupported(call.proc, call.nr, call.args)

@@ -17,7 +17,7 @@ import struct
 from . import dgram, shm
 from ..linux import procfs, sockaddr
 from ..linux.abi import (VFD_BASE, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_PEEK, MSG_TRUNC,
-                         MSG_WAITALL, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM,
+                         MSG_WAITALL, MSG_WAITFORONE, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM,
                          SO_RCVTIMEO)
 from .answer import CONTINUE, Block, Err, Ret
 from .handler import fd_arg, read_iovecs, unsupported
@@ -26,6 +26,8 @@ from .sockets import NATIVE_FAMILIES, connect_outcome, get_sock, lowest_free, ne
 from ..linux.syscalls import NAME, NR
 
 MSGHDR = struct.Struct("<QI4xQQQQi4x")   # name, namelen, iov, iovlen, control, controllen, flags
+MMSGHDR = MSGHDR.size + 8                # struct mmsghdr: a msghdr, msg_len, padding
+UIO_MAXIOV = 1024
 
 
 def sys_socket(call):
@@ -284,23 +286,60 @@ def sys_sendto(call):
 
 
 def sys_sendmsg(call):
-    proc, args = call.proc, call.args
-    raw = proc.read(args[1], MSGHDR.size)
+    return _sendmsg_at(call.proc, fd_arg(call.args[0]), call.args[1], call.args[2], "sendmsg")
+
+
+def _sendmsg_at(proc, fd: int, hdr: int, flags: int, what: str):
+    """sendmsg of the msghdr at `hdr`."""
+    raw = proc.read(hdr, MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
     name, namelen, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
-    if iovlen > 1024:
+    if iovlen > UIO_MAXIOV:
         return Err(errno.EINVAL)
     data = read_iovecs(proc, iov, iovlen)
     if data is None:
         return Err(errno.EFAULT)
     dst = None
-    sock = get_sock(proc, fd_arg(args[0]))
+    sock = get_sock(proc, fd)
     if name and sock is not None and sock.stype == SOCK_DGRAM:
         dst = read_addr(proc, sock, name, namelen)
         if isinstance(dst, Err):
             return dst
-    return sock_send_bytes(proc, fd_arg(args[0]), data, args[2], "sendmsg", dst)
+    return sock_send_bytes(proc, fd, data, flags, what, dst)
+
+
+def sys_sendmmsg(call):
+    """sendmmsg: each message of the vector sent as sendmsg sends it, its `msg_len` set;
+    the count sent, or the first message's error (an error after the first ends the
+    batch: the count so far, as Linux). A first message that must wait (a connection
+    still being made) is waited for, and the batch is that message."""
+    proc, args = call.proc, call.args
+    fd, vec, vlen, flags = fd_arg(args[0]), args[1], min(args[2] & 0xFFFFFFFF, UIO_MAXIOV), args[3]
+
+    def sent(i: int, result):
+        if not proc.write(vec + MMSGHDR * i + MSGHDR.size, struct.pack("<I", result.val)):
+            return Err(errno.EFAULT)
+        return None
+    count = 0
+    for i in range(vlen):
+        result = _sendmsg_at(proc, fd, vec + MMSGHDR * i, flags, "sendmmsg")
+        if isinstance(result, Block) and i == 0:
+            first = result
+
+            def attempt():
+                done = first.attempt()
+                if done is None or isinstance(done, Err):
+                    return done
+                return sent(0, done) or Ret(1)
+            return Block(attempt, first.timeout_ns, first.on_fire, "sendmmsg")
+        if not isinstance(result, Ret):           # an error, or a later one must wait
+            return result if count == 0 and isinstance(result, Err) else Ret(count)
+        bad = sent(i, result)
+        if bad is not None:
+            return bad if count == 0 else Ret(count)
+        count += 1
+    return Ret(count)
 
 
 def sock_recv(proc, fd: int, length: int, flags: int, deliver, what: str,
@@ -408,8 +447,12 @@ def sys_receive_from(call):
 
 
 def sys_recvmsg(call):
-    proc, args = call.proc, call.args
-    raw = proc.read(args[1], MSGHDR.size)
+    return _recvmsg_at(call.proc, fd_arg(call.args[0]), call.args[1], call.args[2], "recvmsg")
+
+
+def _recvmsg_at(proc, fd: int, hdr: int, flags: int, what: str):
+    """recvmsg into the msghdr at `hdr`."""
+    raw = proc.read(hdr, MSGHDR.size)
     if raw is None or len(raw) != MSGHDR.size:
         return Err(errno.EFAULT)
     name, _, iov, iovlen, _, _, _ = MSGHDR.unpack(raw)
@@ -417,24 +460,64 @@ def sys_recvmsg(call):
     if total is None:
         return Err(errno.EFAULT)
     to_iov = _to_iovecs(proc, iov, iovlen)
-    sock = get_sock(proc, fd_arg(args[0]))
+    sock = get_sock(proc, fd)
 
     def write_src(src):
         if name:
             data = sockaddr.pack(sock.family, src)
             proc.write(name, data)
-            proc.write(args[1] + 8, struct.pack("<I", len(data)))
+            proc.write(hdr + 8, struct.pack("<I", len(data)))
         return None
 
     def deliver(data, truncated=False):
         bad = to_iov(data)
         # no address (streams), no control data; MSG_TRUNC for a cut datagram
         if sock.stype == SOCK_STREAM:
-            proc.write(args[1] + 8, struct.pack("<I", 0))
-        proc.write(args[1] + 40, struct.pack("<Q", 0))
-        proc.write(args[1] + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
+            proc.write(hdr + 8, struct.pack("<I", 0))
+        proc.write(hdr + 40, struct.pack("<Q", 0))
+        proc.write(hdr + 48, struct.pack("<i", MSG_TRUNC if truncated else 0))
         return bad
-    return sock_recv(proc, fd_arg(args[0]), total, args[2], deliver, "recvmsg", write_src)
+    return sock_recv(proc, fd, total, flags, deliver, what, write_src)
+
+
+def sys_recvmmsg(call):
+    """recvmmsg: the first message waited for as recvmsg waits (its `timeout` argument
+    is not, as on Linux, which looks at it only after a message arrived); then, into
+    the vector's next entries, what has arrived already, as with MSG_WAITFORONE (a
+    blocking call without it, on Linux, would go on waiting for the whole vector).
+    Each entry's `msg_len` is set; the count, or the first message's error."""
+    proc, args = call.proc, call.args
+    fd, vec, vlen = fd_arg(args[0]), args[1], min(args[2] & 0xFFFFFFFF, UIO_MAXIOV)
+    flags = args[3] & ~MSG_WAITFORONE
+    if vlen == 0:
+        return Ret(0)
+
+    def got(i: int, result) -> bool:
+        return proc.write(vec + MMSGHDR * i + MSGHDR.size, struct.pack("<I", result.val))
+
+    def rest(first):
+        if isinstance(first, Err):
+            return first
+        if not got(0, first):
+            return Err(errno.EFAULT)
+        count = 1
+        while count < vlen:
+            block = _recvmsg_at(proc, fd, vec + MMSGHDR * count, flags | MSG_DONTWAIT,
+                                "recvmmsg")
+            result = block.attempt() if isinstance(block, Block) else block
+            if not isinstance(result, Ret) or not got(count, result):
+                break
+            count += 1
+        return Ret(count)
+    first = _recvmsg_at(proc, fd, vec, flags, "recvmmsg")
+    if not isinstance(first, Block):
+        return rest(first)
+
+    def attempt():
+        done = first.attempt()
+        return None if done is None else rest(done)
+    on_fire = first.on_fire
+    return Block(attempt, first.timeout_ns, on_fire and (lambda: rest(on_fire())), "recvmmsg")
 
 
 @with_sock
