@@ -153,18 +153,26 @@ class _Tracked:
         seen: set[bytes] = set()
         kept: _Tracked | None = None      # this world before the first FIRE, copied
         folded: list = []                 # the FIREs taken since
+        copying = True
         try:
             while (fire := self._c.foldable()) is not None:
                 fp = self._c.fingerprint()
                 if fp in self._owner.visible_next or fp in seen:
                     break
                 seen.add(fp)
-                if len(seen) == 1:           # before the fold's first FIRE
+                if len(seen) == 1 and copying:   # before the fold's first FIRE
                     kept = self.fork()    # CopyFailed: this world was spoilt, and closed
                 try:
                     invisible = self._c.fold(fire)
                 except (NotForkable, ForkFailed) as e:
-                    raise CopyFailed(str(e)) from None
+                    # The copy kept lends this world's nodes, and the one the FIRE runs
+                    # cannot be forked (a socket of its own, say): this world is the
+                    # copy again (it ran nothing), and the fold goes on without one.
+                    if kept is None or not self._again(kept, folded):
+                        raise CopyFailed(str(e)) from None
+                    kept, copying = None, False
+                    seen.discard(fp)
+                    continue
                 self._saved.clear()
                 if invisible:
                     folded.append(fire.key)

@@ -70,3 +70,15 @@ def test_etcd_one_member_copied_as_replayed(tmp_path):
     if ETCD_VERSION == "3.4.23":    # the version these counts were found with
         assert counts(out) == ETCD_COUNTS
 
+
+
+def test_a_node_that_cannot_be_copied_under_a_folded_timer_is_replayed(tmp_path):
+    """test/progs/pairtick.c keeps both ends of a socket pair (no copy can be made) and
+    ticks every 100 ms under time virtual: the fold's copy of the world lends the node,
+    which then cannot be forked when the tick runs it. No traceback (there was one): the
+    fold goes on without a copy, the successors are replayed, saying why, and the
+    output is a replay's."""
+    rc, out, fast = both_ways(TEST_MODELS / "pairtick.model", tmp_path, fast_args=())
+    assert rc == 0 and "Traceback" not in out, out[-2000:]
+    assert counts(out) == (25, 23, 7)
+    assert fast["replayed"] == {"node n has socket:[...] open": 7}, fast["replayed"]

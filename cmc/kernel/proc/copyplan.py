@@ -70,7 +70,7 @@ def tree_plan(node, pids: list[int]) -> list[list[tuple]]:
     keys: dict[tuple[int, int], tuple] = {}     # (plan, item) -> key
     for n, (pid, plan) in enumerate(zip(pids, plans)):
         for i, item in enumerate(plan):
-            if item[0] not in ("file", "eventfd", "unixdgram", "epoll"):
+            if item[0] not in ("file", "eventfd", "unixdgram", "unixhalf", "epoll"):
                 continue
             fd = item[1]
             twin = next((k for p, f, k in seen if p != pid and _same_file(p, f, pid, fd)), None)
@@ -145,14 +145,18 @@ def _process_plan(node, pid: int) -> tuple[list[tuple], dict[str, list]]:
                 flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
                 epolls.append(("epoll", fd, bool(flags & os.O_CLOEXEC),
                                procfs.epoll_targets(pid, fd)))
-            elif target.startswith("socket:") and (lone := _lone_datagram(pid, fd, target)):
+            elif target.startswith("socket:") and (lone := _lone_unix(pid, fd, target)):
                 flags = int(procfs.fdinfo(pid, fd)["flags"], 8)
-                plan.append(("unixdgram", fd, lone == "named", flags & os.O_NONBLOCK,
-                             bool(flags & os.O_CLOEXEC)))
+                if lone == "half":
+                    plan.append(("unixhalf", fd, flags & os.O_NONBLOCK,
+                                 bool(flags & os.O_CLOEXEC)))
+                else:
+                    plan.append(("unixdgram", fd, lone == "named", flags & os.O_NONBLOCK,
+                                 bool(flags & os.O_CLOEXEC)))
             else:
                 raise NotForkable(f"node {node.name} has {_kind(target)} open")
         movable = {fd for ends in pipes.values() for fd, *_ in ends} \
-            | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram")}
+            | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram", "unixhalf")}
         for item in epolls:
             for tfd, _, _ in item[3]:
                 if tfd not in movable:
@@ -171,25 +175,36 @@ def _kind(target: str) -> str:
     return target.split(":[")[0] + (":[...]" if ":[" in target else "")
 
 
-def _lone_datagram(pid: int, fd: int, target: str) -> str:
-    """Whether the socket on fd of pid is an AF_UNIX datagram socket that no other
-    socket reaches: unconnected, with no name ("unnamed") or an automatic one
-    ("named": a runtime's socket kept for logging to the host, say), and nothing
-    queued; "" otherwise. A copy gets a new one like it (its automatic name differs;
-    nothing can send to either)."""
+def _lone_unix(pid: int, fd: int, target: str) -> str:
+    """Whether the socket on fd of pid is an AF_UNIX socket that no other socket
+    reaches, with nothing queued: a datagram socket, unconnected, with no name
+    ("unnamed") or an automatic one ("named": a runtime's socket kept for logging to
+    the host, say); or one end of a stream socket pair whose other end is closed
+    ("half": the JDK keeps one, made at its first socket close, to dup2 over a
+    descriptor it closes); "" otherwise. A copy gets a new one like it (an automatic
+    name differs; nothing can send to either)."""
     found = procfs.unix_socket(int(target[len("socket:["):-1]))
     if found is None:
         return ""
     kind, state, name = found
-    if kind != socket.SOCK_DGRAM or state != 1 or not (name == "" or _AUTOBIND.match(name)):
+    if kind == socket.SOCK_DGRAM and state == 1 and (name == "" or _AUTOBIND.match(name)):
+        lone = "named" if name else "unnamed"
+    elif kind == socket.SOCK_STREAM and state == 3 and name == "":
+        lone = "half"                # if its peer is gone (below)
+    else:
         return ""
     mine = _native.getfd(pid, fd)
     try:
         if struct.unpack("i", fcntl.ioctl(mine, termios.FIONREAD, b"\0" * 4))[0]:
             return ""
+        if lone == "half":
+            p = select.poll()
+            p.register(mine, 0)
+            if not any(ev & select.POLLHUP for _, ev in p.poll(0)):
+                return ""            # the other end is open: a pair the node uses
     finally:
         os.close(mine)
-    return "named" if name else "unnamed"
+    return lone
 
 
 _AUTOBIND = re.compile(r"@[0-9a-f]{5}$")
@@ -337,6 +352,14 @@ def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
                 if nonblock:
                     sock.setblocking(False)
                 sock.detach()
+                _native.place_fd(listener, nid, made[fd], fd, cloexec)
+            elif kind == "unixhalf":
+                _, fd, nonblock, cloexec = item
+                end, gone = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                gone.close()
+                if nonblock:
+                    end.setblocking(False)
+                made[fd] = end.detach()
                 _native.place_fd(listener, nid, made[fd], fd, cloexec)
             elif kind == "eventfd":
                 _, fd, semaphore, nonblock, cloexec = item
