@@ -88,3 +88,24 @@ def test_a_node_of_its_own_pids_is_process_1_on_every_launch(tmp_path):
     assert r.returncode == 3
     assert "nondeterminism: replaying the same actions gave a different world at the " \
            "initial world" in r.stdout
+
+
+@pytest.mark.parametrize("variant", ["", "-static"])
+def test_names_are_the_models_on_every_machine(tmp_path, variant):
+    """test/progs/names.c: the host name is the node's; its own name, the other node's
+    and localhost resolve to 127.0.0.1 through the /etc/hosts cmc shows; a DNS query to
+    the resolver of the /etc/resolv.conf cmc shows is answered at once (A 127.0.0.1 for a
+    node, NXDOMAIN for a name nobody has): nothing is in flight, so the search has one
+    world."""
+    path = tmp_path / "names.model"
+    path.write_text(f'node n1 = "{PROGS}/names{variant} n2 7161"\n'
+                    f'node n2 = "{PROGS}/names{variant} n1 7162"\n'
+                    "invariant show: node[0].host == null\n")
+    r = run_cmc("--model-file", path, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert counts(r.stdout) == (1, 1, 1)
+    line = next(line for line in r.stdout.splitlines() if line.startswith("/\\ node = "))
+    first = line.split("n1 |-> ", 1)[1].split(", n2 |-> ")[0]
+    assert json.loads(first) == {"host": "n1", "self": "127.0.0.1", "peer": "127.0.0.1",
+                               "localhost": "127.0.0.1", "unknown": -2,
+                               "dns_peer": "127.0.0.1", "dns_unknown": 1, "dns_count": 1}

@@ -1,7 +1,8 @@
 """The machine a node sees is the model's, not the host's (docs/target-contract.md,
 "The machine"): its CPUs (sched_getaffinity, getcpu, /sys/devices/system/cpu/online,
-/proc/cpuinfo), its memory (sysinfo, /proc/meminfo) and its host name (uname,
-/proc/sys/kernel/hostname: the node's name). A runtime that sizes itself by them --
+/proc/cpuinfo), its memory (sysinfo, /proc/meminfo), its host name (uname,
+/proc/sys/kernel/hostname, /etc/hostname: the node's name) and the files that resolve
+names (/etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf: world/names.py). A runtime that sizes itself by them --
 Go's scheduler takes its GOMAXPROCS from the affinity mask -- then does the same on
 a laptop with 16 cores, on a 2-core CI machine, and in a search worker pinned to one
 CPU, so the counts are the same everywhere."""
@@ -12,6 +13,7 @@ import os
 import struct
 
 from .answer import Err, Ret
+from ..world import names
 
 PAGE = 4096
 UTS_LEN = 65
@@ -120,4 +122,9 @@ MACHINE_FILES = {
     b"/proc/cpuinfo": lambda proc: _cpuinfo(_cpus(proc)),
     b"/proc/meminfo": lambda proc: _meminfo(proc.node.setting.spec.memory),
     b"/proc/sys/kernel/hostname": lambda proc: proc.node.name.encode() + b"\n",
+    # names (world/names.py): the same on every machine
+    b"/etc/hostname": lambda proc: proc.node.name.encode() + b"\n",
+    b"/etc/hosts": lambda proc: names.hosts([n.name for n in proc.node.setting.nodes]),
+    b"/etc/resolv.conf": lambda proc: names.RESOLV_CONF,
+    b"/etc/nsswitch.conf": lambda proc: names.NSSWITCH,
 }

@@ -73,7 +73,8 @@ def _off_arg(i: int) -> int:
 PASS_OPEN = {row.nr: (row.paths[0][1], row.flags) for row in ROWS if row.flags is not None}
 PASS_FLAGS = 0o1000 | 0o100    # O_TRUNC, O_CREAT
 PASS_NEEDLES = (b"limits", b"random", b"/dev/shm/", b"/sys/devices/system/cpu/", b"cpuinfo",
-                b"meminfo", b"hostname")
+                b"meminfo", b"hostname", b"/etc/hosts", b"/etc/resolv.conf",
+                b"/etc/nsswitch.conf")
 # where a call notified on a descriptor goes, by its class and its descriptor arguments:
 # the writes and the dup family also when the fd is 3 or 193 (a copy of the state fds
 # would let state escape cmc)
