@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 
 from ..linux import procfs
@@ -243,6 +244,8 @@ def sys_name(call):
     shared-memory object's name is the world's (shm.py); under strict a file losing
     its last name keeps its durable contents (Disk.removing)."""
     proc = call.proc
+    if _jvm_perf_dir(call):
+        return Err(errno.EACCES)
     paths = _name_paths(call) if ROW[call.nr].paths else []
     answer = shm.name_call(call, NAME[call.nr], paths) if paths else None
     if answer is not None:
@@ -255,6 +258,19 @@ def sys_name(call):
 
 
 AT_REMOVEDIR, RENAME_EXCHANGE = 0x200, 2
+_PERF_DIR = re.compile(r"/tmp/hsperfdata_[^/]+/?")
+
+
+def _jvm_perf_dir(call) -> bool:
+    """A mkdir of the JVM's perf-data directory (/tmp/hsperfdata_USER, whose files
+    every JVM of the machine maps and a killed one leaves behind): refused, EACCES,
+    after which HotSpot keeps its perf data in its own memory, silently, which a copy
+    of the world copies (docs/target-contract.md, "The JVM")."""
+    if NAME[call.nr] not in ("mkdir", "mkdirat"):
+        return False
+    dirfd, at = (AT_FDCWD, 0) if NAME[call.nr] == "mkdir" else (fd_arg(call.args[0]), 1)
+    path = _resolve(call, dirfd, call.proc.read_cstr(call.args[at]))
+    return path is not None and _PERF_DIR.fullmatch(os.path.normpath(path)) is not None
 
 
 def _name_paths(call) -> list[bytes | None]:
