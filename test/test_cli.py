@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from conftest import DROP, PROGS, ROOT, cmc, counter, counts, run_cmc
+from conftest import MODELS, DROP, PROGS, ROOT, cmc, counter, counts, run_cmc
 
 
 
@@ -104,7 +104,9 @@ def test_the_grammars_tables_are_kept_and_a_bad_copy_is_made_again(tmp_path):
 @pytest.mark.parametrize("args, message", [
     ([], "cmc: the following arguments are required: --model-file"),
     (["--dfs", "3", "--simulate"], "cmc: --dfs and --simulate are two different searches"),
-    (["--seed", "4"], "cmc: --seed and --walks go with --simulate"),
+    (["--seed", "4"], "cmc: --seed goes with --simulate or --seconds"),
+    (["--walks", "4"], "cmc: --walks goes with --simulate"),
+    (["--swarm"], "cmc: --swarm goes with --simulate (--seconds' walks are a swarm"),
     (["--live-steps", "-1"], "cmc: argument --live-steps: must be at least 0, got -1"),
     (["--frobnicate"], "cmc: unrecognized arguments: --frobnicate"),
 ])
@@ -194,7 +196,29 @@ def test_json_report_of_a_simulation(tmp_path):
     assert data["mode"] == "simulate"
     assert data["simulation"] == {"seed": 3, "walks": 2, "walks_done": 2,
                                   "failing_walk": None, "failing_walk_seed": None,
-                                  "walk_states": None}
+                                  "walk_states": None, "swarm": None}
+    r, data = report(tmp_path, "--simulate", "--swarm", "--seed", "3", "--walks", "2")
+    assert r.returncode == 0 and data["simulation"]["swarm"] is None   # nothing was found
+    assert "walks" not in data
+
+
+def test_seconds_hands_the_time_left_to_swarm_walks(tmp_path):
+    """--seconds on a search that ends in time: no walk (nothing is left); the JSON
+    report has no `walks`. One that does not (here at once): the walks from its
+    frontier take the second half, seeded by --seed, and the verdict says how many."""
+    r, data = report(tmp_path, "--seconds", "60", "--seed", "7")
+    assert r.returncode == 0 and data["stopped"] is None and "walks" not in data
+    path = tmp_path / "durlog.json"          # durlog: 2983 states, not in 1.5 s
+    r = run_cmc("--model-file", MODELS / "durlog.model", "--seconds", "3", "--seed", "7",
+                "--json", path, cwd=tmp_path)
+    data = json.loads(path.read_text())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert data["stopped"]["why"] == "--seconds 3"
+    walks = data["walks"]
+    assert walks["seed"] == 7 and walks["failing_walk"] is None
+    if walks["walks_done"]:
+        n = walks["walks_done"]
+        assert f"Then {n} swarm walk{'s' if n > 1 else ''} from its frontier (seed" in r.stdout
 
 
 @pytest.mark.parametrize("args, status, kind, message", [

@@ -702,6 +702,9 @@ def test_the_time_a_search_leaves_goes_to_swarm_walks_from_its_frontier():
     assert outcome.walked == (4, 4)
     # the same seed, the same walks
     assert stopped_then_walks([], 10, 4).stats.distinct == outcome.stats.distinct
+    # a witness the search did not reach is not judged: the search did not end
+    never = Property("witness", "never", lambda v, _: v["at"] == "nowhere")
+    assert stopped_then_walks([never], 10, 4).verdict == "ok"
 
 
 # -- a walk's counterexample, shrunk ----------------------------------------------------------

@@ -114,6 +114,8 @@ class Walks:
                     outcome.walk_from = search.parent[start][2]
                 return outcome
             search.reporter.progress(search.stats)
+        if self.until is not None:
+            return Outcome("ok", search.stats)    # a stopped search judges no witness
         return search.unreached() or Outcome("ok", search.stats)
 
     def new_world(self, search, fp: bytes, view: dict):
