@@ -266,9 +266,10 @@ def _jvm_perf_dir(call) -> bool:
     every JVM of the machine maps and a killed one leaves behind): refused, EACCES,
     after which HotSpot keeps its perf data in its own memory, silently, which a copy
     of the world copies (docs/target-contract.md, "The JVM")."""
-    if NAME[call.nr] not in ("mkdir", "mkdirat"):
+    name = NAME[call.nr]
+    if not name.startswith("mkdir"):
         return False
-    dirfd, at = (AT_FDCWD, 0) if NAME[call.nr] == "mkdir" else (fd_arg(call.args[0]), 1)
+    dirfd, at = (AT_FDCWD, 0) if name == "mkdir" else (fd_arg(call.args[0]), 1)
     path = _resolve(call, dirfd, call.proc.read_cstr(call.args[at]))
     return path is not None and _PERF_DIR.fullmatch(os.path.normpath(path)) is not None
 
