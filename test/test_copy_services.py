@@ -82,3 +82,14 @@ def test_a_node_that_cannot_be_copied_under_a_folded_timer_is_replayed(tmp_path)
     assert rc == 0 and "Traceback" not in out, out[-2000:]
     assert counts(out) == (25, 23, 7)
     assert fast["replayed"] == {"node n has socket:[...] open": 7}, fast["replayed"]
+
+
+def test_a_node_reading_a_random_file_it_keeps_open_is_copied(tmp_path):
+    """test/progs/randkeep.c keeps /dev/urandom open (cmc's file of the node's random
+    stream) and reads four bytes per request: a copy reads on from the original's
+    place in its own file (copyplan 'memfd'), so the copied search is the replayed one,
+    and no world is replayed for want of a copy (the JVM keeps two such files open)."""
+    rc, out, fast = both_ways(TEST_MODELS / "randkeep.model", tmp_path, fast_args=())
+    assert rc == 0, out[-2000:]
+    assert counts(out) == (19, 19, 5)
+    assert fast["copies"] > 0 and fast["replayed"] == {}, (fast["copies"], fast["replayed"])

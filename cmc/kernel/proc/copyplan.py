@@ -70,7 +70,7 @@ def tree_plan(node, pids: list[int]) -> list[list[tuple]]:
     keys: dict[tuple[int, int], tuple] = {}     # (plan, item) -> key
     for n, (pid, plan) in enumerate(zip(pids, plans)):
         for i, item in enumerate(plan):
-            if item[0] not in ("file", "eventfd", "unixdgram", "unixhalf", "epoll"):
+            if item[0] not in ("file", "eventfd", "unixdgram", "unixhalf", "memfd", "epoll"):
                 continue
             fd = item[1]
             twin = next((k for p, f, k in seen if p != pid and _same_file(p, f, pid, fd)), None)
@@ -114,7 +114,14 @@ def _process_plan(node, pid: int) -> tuple[list[tuple], dict[str, list]]:
         fds = procfs.fds(pid)
         for fd in fds:
             target = procfs.fd_target(pid, fd)
-            if target.startswith("/"):
+            if target.startswith("/memfd:") and target[7:].split(" ")[0] in CMC_MEMFDS:
+                # a file cmc answered an open with (its random stream, a machine file):
+                # the copy gets one with the same bytes, read from where the original is
+                info = procfs.fdinfo(pid, fd)
+                flags = int(info["flags"], 8)
+                plan.append(("memfd", fd, target[7:].split(" ")[0], int(info["pos"]),
+                             bool(flags & os.O_CLOEXEC)))
+            elif target.startswith("/"):
                 info = procfs.fdinfo(pid, fd)
                 flags = int(info["flags"], 8)
                 if target.startswith(cwd + ".shm/"):
@@ -156,7 +163,7 @@ def _process_plan(node, pid: int) -> tuple[list[tuple], dict[str, list]]:
             else:
                 raise NotForkable(f"node {node.name} has {_kind(target)} open")
         movable = {fd for ends in pipes.values() for fd, *_ in ends} \
-            | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram", "unixhalf")}
+            | {p[1] for p in plan if p[0] in ("eventfd", "unixdgram", "unixhalf", "memfd")}
         for item in epolls:
             for tfd, _, _ in item[3]:
                 if tfd not in movable:
@@ -168,6 +175,10 @@ def _process_plan(node, pid: int) -> tuple[list[tuple], dict[str, list]]:
         raise NotForkable(f"cannot read the descriptors of node {node.name}: "
                           f"{e.__class__.__name__}") from None
     return plan, pipes
+
+
+# the names of the memfds cmc answers opens with (calls/opens.py `_answer_with`)
+CMC_MEMFDS = ("random", "machine", "limits")
 
 
 def _kind(target: str) -> str:
@@ -352,6 +363,19 @@ def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
                 if nonblock:
                     sock.setblocking(False)
                 sock.detach()
+                _native.place_fd(listener, nid, made[fd], fd, cloexec)
+            elif kind == "memfd":
+                _, fd, name, pos, cloexec = item
+                src = os.open(f"/proc/{original}/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    data = b""
+                    while chunk := os.pread(src, 1 << 16, len(data)):
+                        data += chunk
+                finally:
+                    os.close(src)
+                made[fd] = os.memfd_create(name, os.MFD_CLOEXEC)
+                os.write(made[fd], data)
+                os.lseek(made[fd], pos, os.SEEK_SET)
                 _native.place_fd(listener, nid, made[fd], fd, cloexec)
             elif kind == "unixhalf":
                 _, fd, nonblock, cloexec = item

@@ -51,9 +51,13 @@ class Setting:
     def stderr_tail(self, node) -> str:
         try:
             with open(self.output_path(node) + ".stderr", "rb") as f:
-                tail = f.read()[-400:].decode(errors="replace").strip()
+                text = f.read()[-8000:].decode(errors="replace")
         except OSError:
             return ""
+        # a JVM's stack frames ("\tat ...", "\t... 3 more") hide the exception's line
+        lines = [line for line in text.splitlines()
+                 if not line.lstrip().startswith(("at ", "... "))]
+        tail = "\n".join(lines)[-400:].strip()
         return f"; its stderr ends with:\n{tail}" if tail else ""
 
     def check_peer(self, sender: int, receiver: int, what: str, addr) -> None:
