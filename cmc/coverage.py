@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .engine.model import Action, ActionKind, PropertyKind
 from .lang import Property, StateChecks, operation_count, unparse
-from .lang.vacuity import names_read, primed_names, trigger
+from .lang.vacuity import indices_read, names_read, primed_names, trigger
 
 STATE_NAMES = {"node": "state (fd 3 or fd 193)", "volatile": "state on fd 3",
                "durable": "durable state on fd 193"}
@@ -93,6 +93,11 @@ class Coverage:
         self.requests: dict[str, int | None] = {}       # request -> its op line, or None
         self.props = [_Counted(p, PropertyKind(p.kind)) for p in model.properties]
         self.read = frozenset().union(*(names_read(p.expr) for p in model.properties))
+        # the nodes each state name is read of (None: any node's may be)
+        self.read_of: dict[str, frozenset[int] | None] = {}
+        for name in STATE_NAMES:
+            each = [indices_read(p.expr, name) for p in model.properties]
+            self.read_of[name] = None if None in each else frozenset().union(*each)
 
     # -- the engine's observer ---------------------------------------------------------
     def world(self, view: dict, depth: int | None) -> None:
@@ -174,8 +179,9 @@ class Coverage:
         for name, what in STATE_NAMES.items():
             if name not in self.read:
                 continue
+            of = self.read_of[name]
             for i, node in enumerate(self.node_names):
-                if i not in self.written[name]:
+                if i not in self.written[name] and (of is None or i in of):
                     out.append(Finding("state-never-written", f"node {node} never wrote its "
                                        f"{what}, though the model reads {name}[...]"))
         reply = self.model.reply

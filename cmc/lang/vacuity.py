@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cmc.lang.ast import (Binary, Expr, Literal, Loc, Name, Property, Quantifier,
+from cmc.lang.ast import (Binary, Expr, Index, Literal, Loc, Name, Property, Quantifier,
                           subexpressions)
 
 
@@ -61,6 +61,18 @@ def primed_names(expr: Expr | None) -> tuple[str, ...]:
     """The world names `expr` reads after a step (`node'`), sorted."""
     return tuple(sorted({e.name for e in subexpressions(expr)
                          if isinstance(e, Name) and e.primed}))
+
+
+def indices_read(expr: Expr | None, name: str) -> frozenset[int] | None:
+    """The nodes world name `name` (node, durable) is read of in `expr`, when every read
+    is `name[K]` with K a number; None when some read is of another kind (`name[i]`,
+    `all n in name`): then any node's may be."""
+    subs = list(subexpressions(expr))
+    uses = sum(1 for e in subs if isinstance(e, Name) and e.name == name)
+    found = [e.key.value for e in subs if isinstance(e, Index) and isinstance(e.base, Name)
+             and e.base.name == name and isinstance(e.key, Literal)
+             and isinstance(e.key.value, int) and not isinstance(e.key.value, bool)]
+    return frozenset(found) if len(found) == uses else None
 
 
 def names_read(expr: Expr | None) -> frozenset[str]:
