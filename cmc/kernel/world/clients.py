@@ -68,13 +68,27 @@ class Client:
             nl = self.linebuf.find(b"\n")
             if nl < 0:
                 return
-            raw = bytes(self.linebuf[:nl]).rstrip(b"\r").decode("utf-8", errors="replace")
+            line = bytes(self.linebuf[:nl])
             del self.linebuf[:nl + 1]
-            record = ledger.reply_record(self.name, conn.b.owner.node, len(ledger.replies),
-                                         self.last_req, raw)
-            op, self.open_op = self.open_op, None
-            ledger.reply(record, op)
-            self.send_next(ledger, net)
+            self._reply(ledger, net, conn, line)
+
+    def ended(self, ledger: Ledger, net, conn: Connection, fin: bool) -> None:
+        """The node closed the connection (`fin`; else reset it): the client is
+        finished; after a FIN, what the node sent after its last newline is a reply line
+        too (ZooKeeper's `imok`), as a reader's last line at the end of a file."""
+        self.finished = True
+        if fin and self.linebuf:
+            line = bytes(self.linebuf)
+            self.linebuf.clear()
+            self._reply(ledger, net, conn, line)
+
+    def _reply(self, ledger: Ledger, net, conn: Connection, line: bytes) -> None:
+        raw = line.rstrip(b"\r").decode("utf-8", errors="replace")
+        record = ledger.reply_record(self.name, conn.b.owner.node, len(ledger.replies),
+                                     self.last_req, raw)
+        op, self.open_op = self.open_op, None
+        ledger.reply(record, op)
+        self.send_next(ledger, net)
 
     @property
     def waiting(self) -> bool:

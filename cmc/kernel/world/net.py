@@ -359,7 +359,7 @@ class Network:
             if msg.kind == DATA:
                 client.receive(self.ledger, self, conn, msg.data)
             else:
-                client.finished = True
+                client.ended(self.ledger, self, conn, msg.kind == FIN)
                 receiver.closed = True
                 self.collect()
             return
