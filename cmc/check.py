@@ -393,8 +393,7 @@ def make_search(args, run: Run, system_model, props, reporter, live_steps: int,
     search = Search(system_model, props, reporter, order, worlds, executor, reduction,
                     max_depth=args.max_depth, max_states=args.max_states, det=args.det,
                     live_steps=live_steps, observer=observer,
-                    seconds=getattr(args, "seconds", None))
-    search.walk_seed = run.walk_seed
+                    seconds=getattr(args, "seconds", None), walk_seed=run.walk_seed)
     return search
 
 

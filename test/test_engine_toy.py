@@ -675,9 +675,8 @@ def test_a_stopped_search_checks_every_world_it_found():
 
 
 def stopped_then_walks(props, seconds, walk_seed):
-    search = bfs(graph(TREE), props, Collect(), seconds=seconds, clock=Ticks())
-    search.walk_seed = walk_seed
-    return search.run()
+    return bfs(graph(TREE), props, Collect(), seconds=seconds, clock=Ticks(),
+               walk_seed=walk_seed).run()
 
 
 def test_the_time_a_search_leaves_goes_to_swarm_walks_from_its_frontier():
@@ -699,7 +698,7 @@ def test_the_time_a_search_leaves_goes_to_swarm_walks_from_its_frontier():
     outcome = stopped_then_walks([], 10, 4)
     assert outcome.verdict == "ok" and outcome.bounded
     assert outcome.stopped.complete == 3 and outcome.stopped.per_depth == (1, 2, 4, 2)
-    assert outcome.walked == (4, 4)
+    assert (outcome.stats.walks, outcome.walk_seed) == (4, 4)
     # the same seed, the same walks
     assert stopped_then_walks([], 10, 4).stats.distinct == outcome.stats.distinct
     # a witness the search did not reach is not judged: the search did not end

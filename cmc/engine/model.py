@@ -205,9 +205,9 @@ class Outcome:
     shrunk_from: int | None = None
     shrink_replays: int = 0
     # A walk from a breadth-first search's frontier (--seconds): the depth of the world
-    # it started from; then (ok) how many walks ran, from which seed.
+    # it started from; with no violation, the seed of the walks (stats.walks: how many).
     walk_from: int | None = None
-    walked: tuple[int, int] | None = None
+    walk_seed: int | None = None
     swarm: bool = False               # found by a swarm walk (simulate.Swarm)
 
 

@@ -35,6 +35,7 @@ from .liveness import LOOPED, FairWalker, LiveFailure
 from .model import (Action, Checked, EngineLimit, Model, NullObserver, Observer, Outcome,
                     Property, Proven, Reporter, Stats, Step)
 from .replay import NOT_KEPT, explained, recheck, recheck_initial, replay, take_step
+from .simulate import Walks
 from .worlds import InProcess, Replaying
 
 DEFAULT_LIVE_STEPS = 100
@@ -59,7 +60,7 @@ class Search:
                  max_depth: int | None = None, max_states: int | None = None,
                  det: bool = False, live_steps: int = DEFAULT_LIVE_STEPS,
                  observer: Observer | None = None, seconds: float | None = None,
-                 clock=time.monotonic):
+                 walk_seed: int | None = None, clock=time.monotonic):
         self.order = order
         self.worlds = worlds or Replaying()
         self.executor = executor or InProcess()
@@ -80,7 +81,7 @@ class Search:
         self.seconds = seconds
         self.clock = clock
         self.deadline = None if seconds is None else clock() + seconds
-        self.walk_seed: int | None = None
+        self.walk_seed = walk_seed
         self.per_depth: collections.Counter = collections.Counter()   # distinct worlds
         self.expanded: collections.Counter = collections.Counter()    # their steps taken
         checked = {when: [p for p in self.props if p.kind.checked is when] for when in Checked}
@@ -311,7 +312,6 @@ class Search:
         proven = self.proven(f"--seconds {self.seconds:g}")
         if self.walk_seed is None or not frontier:
             return Outcome("ok", self.stats, bounded=True, stopped=proven)
-        from .simulate import Walks
         walks = Walks(self.walk_seed, None, swarm=True, starts=frontier,
                       until=lambda: self.clock() >= self.deadline)
         walks.seen = set(self.parent)
@@ -319,7 +319,7 @@ class Search:
         outcome = walks.run(self)
         if outcome.verdict == "ok":
             outcome.bounded, outcome.stopped = True, proven
-            outcome.walked = (self.stats.walks, self.walk_seed)
+            outcome.walk_seed = self.walk_seed
         return outcome
 
     def finish(self) -> Outcome:

@@ -92,8 +92,8 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         data["fair_ending"] = outcome.why
         if prop.detail is not None and outcome.trace:
             data["history"] = prop.detail(outcome.trace[-1].view)
-    if outcome.walked is not None or outcome.walk_from is not None:
-        data["walks"] = {"seed": outcome.walked[1] if outcome.walked else None,
+    if outcome.walk_seed is not None or outcome.walk_from is not None:
+        data["walks"] = {"seed": outcome.walk_seed,
                          "walks_done": st.walks, "failing_walk": outcome.walk,
                          "failing_walk_seed": outcome.seed, "from_depth": outcome.walk_from,
                          "walk_states": outcome.shrunk_from or len(outcome.trace) or None}

@@ -268,8 +268,8 @@ class TlcReporter:
         if outcome.stopped is not None:
             for line in outcome.stopped.lines():
                 self.say(line)
-        if outcome.walked is not None:
-            n, seed = outcome.walked
+        if outcome.walk_seed is not None and st.walks:
+            n, seed = st.walks, outcome.walk_seed
             self.say(f"Then {n} swarm walk{'s' if n != 1 else ''} from its frontier (seed"
                      f"{f's {seed} to {seed + n - 1}' if n != 1 else f' {seed}'}) found no "
                      "violation.")

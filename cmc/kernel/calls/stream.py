@@ -317,10 +317,8 @@ def sys_sendmmsg(call):
     proc, args = call.proc, call.args
     fd, vec, vlen, flags = fd_arg(args[0]), args[1], min(args[2] & 0xFFFFFFFF, UIO_MAXIOV), args[3]
 
-    def sent(i: int, result):
-        if not proc.write(vec + MMSGHDR * i + MSGHDR.size, struct.pack("<I", result.val)):
-            return Err(errno.EFAULT)
-        return None
+    def sent(i: int, result) -> bool:
+        return proc.write(vec + MMSGHDR * i + MSGHDR.size, struct.pack("<I", result.val))
     count = 0
     for i in range(vlen):
         result = _sendmsg_at(proc, fd, vec + MMSGHDR * i, flags, "sendmmsg")
@@ -331,13 +329,12 @@ def sys_sendmmsg(call):
                 done = first.attempt()
                 if done is None or isinstance(done, Err):
                     return done
-                return sent(0, done) or Ret(1)
+                return Ret(1) if sent(0, done) else Err(errno.EFAULT)
             return Block(attempt, first.timeout_ns, first.on_fire, "sendmmsg")
         if not isinstance(result, Ret):           # an error, or a later one must wait
             return result if count == 0 and isinstance(result, Err) else Ret(count)
-        bad = sent(i, result)
-        if bad is not None:
-            return bad if count == 0 else Ret(count)
+        if not sent(i, result):
+            return Err(errno.EFAULT) if count == 0 else Ret(count)
         count += 1
     return Ret(count)
 

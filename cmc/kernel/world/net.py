@@ -312,19 +312,18 @@ class Network:
             raise EngineError(f"channel cap exceeded: more than {self.channel_cap} datagrams "
                               f"in flight from {fmt_addr(dgram.src)} to {fmt_addr(dgram.dst)} "
                               "(raise it with --channel-cap)")
-        dgram.sent = self.clock
-        self.dgrams.append(dgram)
         found = self.udp_for(dgram.dst)
-        if found is not None and found[0] == dgram.src_node:
-            self.deliver_dgram(dgram)          # to itself: not the network's
-        elif found is None and dgram.dst == names.RESOLVER:
+        if found is None and dgram.dst == names.RESOLVER:
             # a DNS query to the resolver a node's /etc/resolv.conf names: answered at
             # once, the answer in the asker's socket as it returns (names.py)
-            self.dgrams.remove(dgram)
             reply = names.answer(dgram.data, [n.name for n in self.setting.nodes])
             if reply is not None:
-                self.deliver_dgram(Datagram(dgram.src_node, dgram.dst, dgram.src, reply,
-                                            self.clock), appended=False)
+                self._arrive(Datagram(dgram.src_node, dgram.dst, dgram.src, reply))
+            return
+        dgram.sent = self.clock
+        self.dgrams.append(dgram)
+        if found is not None and found[0] == dgram.src_node:
+            self.deliver_dgram(dgram)          # to itself: not the network's
 
     # -- node side -----------------------------------------------------------
     def connect(self, owner: Owner, local: Addr, dst: Addr) -> Connection:
@@ -483,12 +482,14 @@ class Network:
     def datagram(self, group: tuple) -> Datagram:
         return next(d for d in self.dgrams if d.group() == group)
 
-    def deliver_dgram(self, d: Datagram, appended: bool = True) -> list[Told]:
+    def deliver_dgram(self, d: Datagram) -> list[Told]:
         """A datagram arrives: to the socket bound at its address (a connected one
         takes only its peer's); nobody bound there: it is lost, and a connected
         sender hears of it (ICMP: ECONNREFUSED), as on Linux."""
-        if appended:
-            self.dgrams.remove(d)
+        self.dgrams.remove(d)
+        return self._arrive(d)
+
+    def _arrive(self, d: Datagram) -> list[Told]:
         found = self.udp_for(d.dst)
         if found is None:
             sender = self.udp.get(d.src)

@@ -51,7 +51,8 @@ class Setting:
     def stderr_tail(self, node) -> str:
         try:
             with open(self.output_path(node) + ".stderr", "rb") as f:
-                text = f.read()[-8000:].decode(errors="replace")
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 8000))
+                text = f.read().decode(errors="replace")
         except OSError:
             return ""
         # a JVM's stack frames ("\tat ...", "\t... 3 more") hide the exception's line
