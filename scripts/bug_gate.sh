@@ -54,7 +54,9 @@ maelstrom-raft-kv    models/maelstrom/raft-kv.model    kv_is_linearizable
 maelstrom-unique-ids-perl models/maelstrom/unique-ids-perl.model unique
 maelstrom-echo-js    models/maelstrom/echo-js.model    echoed
 gobroadcast models/gobroadcast.model final_read_has_every_ack
+jregister models/jregister.model register_is_linearizable
 "
+# jregister is a Java demo (a class directory, built where javac is: demo/Makefile).
 # A maelstrom-* demo is a Maelstrom node in demo/maelstrom/ (docs/maelstrom.md), a script:
 # its bug build is the same script with --bug (-D flags=--bug).
 
@@ -82,8 +84,8 @@ while read -r demo model prop prog; do
     fi
     maelstrom=false
     case $demo in maelstrom-*) maelstrom=true ;; esac
-    if ! $maelstrom && [ ! -x "demo/build/$prog" ]; then     # a Go demo without a Go toolchain
-        row "$demo" "-" "built" "not built (no go)" - - - - SKIP
+    if ! $maelstrom && [ ! -x "demo/build/$prog" ]; then     # no Go toolchain, or no JDK
+        row "$demo" "-" "built" "not built (no go/javac)" - - - - SKIP
         continue
     fi
     for build in $BUILDS; do
