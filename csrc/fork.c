@@ -93,6 +93,11 @@ __asm__(
 #define BIRTH_BLOCK 1024
 #define BIRTH_MAX 96
 
+static int is_epoll_wait(uint64_t nr)
+{
+    return nr == __NR_epoll_wait || nr == __NR_epoll_pwait || nr == __NR_epoll_pwait2;
+}
+
 /* Thread tid, interrupted out of its call (held in notification held, or 0: asleep
  * natively), once it stops: *ts gets its registers (as about to make the call again)
  * and what the kernel keeps for it, but its alternate signal stack. */
@@ -104,9 +109,16 @@ static int read_stopped(int tid, uint64_t held, struct thread_state *ts)
     if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP) return -EPROTO;
     if (ptrace(PTRACE_GETREGS, tid, 0, &saved)) return -errno;
     /* held 0: asleep in a native call, which the interrupt made return a restart
-     * code (ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND); anything else means it had
+     * code (ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND); poll's ERESTART_RESTARTBLOCK
+     * with no timeout (the same call again); or EINTR from the epoll family, which is
+     * never restarted (it sleeps there with no timeout and no signal mask of its own:
+     * cmc waits natively for nothing else, proc/fork.py); anything else means it had
      * ended, and going back into it would lose its result */
-    if (!held && !((long)saved.rax <= -512 && (long)saved.rax >= -514)) return -EAGAIN;
+    long rax = (long)saved.rax;
+    if (!held && !(rax <= -512 && rax >= -514)
+        && !(rax == -516 && saved.orig_rax == __NR_poll && (int)saved.rdx < 0)
+        && !(rax == -EINTR && is_epoll_wait(saved.orig_rax)))
+        return -EAGAIN;
     errno = 0;
     long word = ptrace(PTRACE_PEEKTEXT, tid, saved.rip - 2, 0);
     if (errno || (word & 0xffff) != 0x050f) return -ENOEXEC;

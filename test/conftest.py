@@ -111,7 +111,7 @@ SHARE_SECONDS: dict[str, float] = {
     "test_pysyncobj.py": 450, "test_process_tree.py": 345, "test_demos.py": 340,
     "test_por.py": 255, "test_fast.py": 250, "test_thread_progs.py": 135,
     "test_leftovers.py": 110, "test_nats.py": 80, "test_scale.py": 70,
-    "test_history.py": 40, "test_etcd.py": 35, "test_zookeeper.py": 115, "test_maelstrom.py": 30,
+    "test_history.py": 40, "test_etcd.py": 35, "test_zookeeper.py": 165, "test_maelstrom.py": 30,
     "test_virtual_models.py": 30, "test_copy_services.py": 30, "test_zygote.py": 30,
     "test_postgres.py": 20, "test_disk.py": 10, "test_shares.py": 10,
     "test_misbehaviour.py": 10, "test_tsc.py": 10, "test_walking_skeleton.py": 5,

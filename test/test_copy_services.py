@@ -93,3 +93,29 @@ def test_a_node_reading_a_random_file_it_keeps_open_is_copied(tmp_path):
     assert rc == 0, out[-2000:]
     assert counts(out) == (19, 19, 5)
     assert fast["copies"] > 0 and fast["replayed"] == {}, (fast["copies"], fast["replayed"])
+
+
+@pytest.mark.parametrize("how", ["epoll", "poll", "select"])
+def test_a_thread_asleep_natively_in_a_wait_is_copied(how, tmp_path):
+    """test/progs/asleep.c: a worker thread sleeps natively in epoll_wait, poll or
+    select (glibc's: pselect6) over a pipe the main thread writes, as a JVM selector
+    thread with nothing to watch but its wake-up descriptor does. Copied while it sleeps
+    (the copy's thread makes its wait again on the copy's own pipe and epoll instance),
+    with the output of a replay of every world, and no world replayed."""
+    rc, out, fast = both_ways(TEST_MODELS / "asleep.model", tmp_path, "-D", f"how={how}",
+                              fast_args=())
+    assert rc == 0, out[-2000:]
+    assert counts(out) == (19, 19, 5)
+    assert fast["copies"] > 0 and fast["replayed"] == {}, (fast["copies"], fast["replayed"])
+
+
+def test_a_thread_asleep_natively_under_a_signal_mask_is_replayed(tmp_path):
+    """The same worker waiting in ppoll with a signal mask of its own: a thread made to
+    make the call again would keep that mask, so no copy is made; the worlds are
+    replayed, saying why, with the same output."""
+    rc, out, fast = both_ways(TEST_MODELS / "asleep.model", tmp_path, "-D", "how=ppoll",
+                              fast_args=())
+    assert rc == 0, out[-2000:]
+    assert counts(out) == (19, 19, 5)
+    assert fast["replayed"] == {
+        "node n: thread 1 sleeps natively in ppoll under a signal mask of its own": 5}

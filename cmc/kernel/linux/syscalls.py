@@ -35,6 +35,8 @@ tables are generated):
 - `sleeps` -- a native wait (proc/tasks.py): a thread asleep in it unnotified does not
   keep its node from being quiescent; ON_CHILD, a wait for a child's end (a vfork
   parent's, a copied tree's: proc/scheduler.py, proc/fork.py).
+- `mask` -- a wait's signal-mask argument (as `flags`: -k, what argument k-1 points to):
+  a thread asleep in it natively under a mask of its own is not copied (proc/fork.py).
 - `restarts` -- False: interrupted by a signal whose handler runs, it fails with EINTR
   even under SA_RESTART (ERESTARTNOHAND: proc/scheduler.py).
 - `on_socket` -- may block on a virtual socket of a connection or a listener: a thread
@@ -98,6 +100,7 @@ class Row:
     start: str | None = None
     sleeps: str | None = None
     restarts: bool = True
+    mask: int | None = None
     on_socket: bool = False
     vfork: bool = False
     host: str | None = None
@@ -136,13 +139,15 @@ ROWS = (
     Row("clock_nanosleep", ALWAYS, "time.sys_clock_nanosleep", quiet=True, start=START_ANY,
         restarts=False),
     Row("poll", ALWAYS, "waits.sys_poll", quiet=True, sleeps=NATIVE, restarts=False),
-    Row("ppoll", ALWAYS, "waits.sys_ppoll", quiet=True, sleeps=NATIVE, restarts=False),
+    Row("ppoll", ALWAYS, "waits.sys_ppoll", quiet=True, sleeps=NATIVE, restarts=False, mask=3),
     Row("select", ALWAYS, "waits.sys_select", quiet=True, sleeps=NATIVE, restarts=False),
-    Row("pselect6", ALWAYS, "waits.sys_pselect6", quiet=True, sleeps=NATIVE, restarts=False),
+    Row("pselect6", ALWAYS, "waits.sys_pselect6", quiet=True, sleeps=NATIVE, restarts=False,
+        mask=-6),
     Row("epoll_wait", ALWAYS, "waits.sys_epoll_wait", quiet=True, sleeps=NATIVE, restarts=False),
-    Row("epoll_pwait", ALWAYS, "waits.sys_epoll_wait", quiet=True, sleeps=NATIVE, restarts=False),
+    Row("epoll_pwait", ALWAYS, "waits.sys_epoll_wait", quiet=True, sleeps=NATIVE, restarts=False,
+        mask=4),
     Row("epoll_pwait2", ALWAYS, "waits.sys_epoll_pwait2", quiet=True, sleeps=NATIVE,
-        restarts=False),
+        restarts=False, mask=4),
     Row("epoll_create", ALWAYS, "waits.sys_epoll_create", quiet=True, start=START_ANY),
     Row("epoll_create1", ALWAYS, "waits.sys_epoll_create", quiet=True, start=START_ANY),
     Row("getrandom", ALWAYS, "time.sys_getrandom", quiet=True, start=START_ANY),

@@ -307,8 +307,8 @@ def replace_fds(node, plan, old_cwd: str, original: int, proc=None,
     its processes share (tree_plan's keys -> cmc's descriptor), kept by the caller,
     who closes them. `waited`: False when no epoll instance of the original was ever
     waited on (a zygote's): each has every event it was given still to report."""
-    nid = next(t for t in node.tasks.threads.values()
-               if proc is None or t.proc is proc).notif.id   # any thread's: one fd table
+    nid = next(t for t in node.tasks.threads.values() if t.notif is not None
+               and (proc is None or t.proc is proc)).notif.id   # any held: one fd table
     listener = node.tasks.listener
     made: dict[int, int] = {}        # the copy's fd -> cmc's descriptor of its new file
     own: list[int] = []              # cmc's other descriptors of them

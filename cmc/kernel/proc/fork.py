@@ -48,7 +48,7 @@ import time
 from ...errors import EngineError
 from ...interrupts import interrupts_held
 from ..linux import _native, procfs
-from ..linux.syscalls import NAME, ON_CHILD, nrs
+from ..linux.syscalls import ALWAYS, NAME, NATIVE, ON_CHILD, ROWS, nrs
 from ..calls import shm
 from ..world.content import copy_tree
 from ..world.disk import reached_another_world
@@ -221,12 +221,18 @@ class Lease:
         """The one process of the lease forked, working in `cwd`, as node's: node's
         record (a copy of the lease's) then names the copy's threads, each held in its
         call made again; the copy has descriptors and a HOME of its own (`waited`:
-        replace_fds'; `unshare`: _native.fork_node's)."""
+        replace_fds'; `unshare`: _native.fork_node's). A thread asleep natively in a
+        wait cmc is notified of (ASLEEP_AGAIN) makes it again in both: the original's
+        is let go into it at once, the copy's once the copy's descriptors are its own."""
         held = self.held
-        threads = [(tid, notif.id, node.tasks.threads[tid].ctid) for tid, notif in held.items()]
+        # the thread that forks first: one held in a notified call
+        order = sorted(held, key=lambda tid: held[tid] is None)
+        asleep = {tid: node.tasks.threads[tid].native for tid in order if held[tid] is None}
+        threads = [(tid, held[tid].id if held[tid] is not None else 0,
+                    node.tasks.threads[tid].ctid) for tid in order]
         plan, home = self.plan
         maps = [(*m[1:6], os.path.join(cwd, m[6])) for m in plan if m[0] == "map"]
-        known = [self.kept.get(tid) for tid in held]
+        known = [None if tid in asleep else self.kept.get(tid) for tid in order]
         with interrupts_held():               # no process started and not recorded
             try:
                 tids, states = _native.fork_node(self.tap.fd, threads, cwd, maps, unshare,
@@ -236,22 +242,30 @@ class Lease:
                                f"{len(threads)} thread(s)) failed: {e.strerror}")
                 node.let_go()
                 raise ForkFailed(self.spoilt) from None
-            copies = dict(zip(held, tids))
+            copies = dict(zip(order, tids))
             node.adopt(tids[0], self.tap, copies)
-        self.kept = dict(zip(held, states))
+        self.kept = dict(zip(order, states))
         for tid, state in zip(tids, states):
             node.tasks.threads[tid].kept = state
+        waking = []                           # the copy's sleepers' calls, made again
         try:
-            for i, (tid, notif) in enumerate(held.items()):       # the original's stopped
-                if i == 0 or known[i] is None:
-                    held[tid] = _again(self.tap, tid, notif, node.name)
+            for i, tid in enumerate(order):   # the original's stopped
+                if tid in asleep:
+                    _back_to_sleep(self.tap, self.pid, tid, asleep[tid], node.name)
+                elif i == 0 or known[i] is None:
+                    held[tid] = _again(self.tap, tid, held[tid], node.name)
             node.tasks.rebind({copies[tid]: _again(self.tap, copies[tid], notif, node.name)
-                               for tid, notif in held.items()})
+                               for tid, notif in held.items() if notif is not None})
+            waking = [(copies[tid], _made_again(self.tap, copies[tid], nr, node.name))
+                      for tid, nr in asleep.items()]
         except ForkFailed as e:
             self.spoilt = str(e)
             raise
         replace_fds(node, plan, self.cwd, self.pid, waited=waited)
         move_home(node, home)
+        for tid, notif in waking:
+            _native.respond(self.tap.fd, notif.id, cont=True)
+            _asleep_again(node.tasks.pid, tid, notif.nr, node.name)
 
     def _fork_tree(self, node, cwd: str) -> None:
         """Lease.take for a process tree: every process copied (cmc_fork_tree), the
@@ -469,11 +483,65 @@ def forkable(node) -> None:
     if is_tree(node):
         _tree_forkable(node)
         return
+    held = False
     for t in tasks.threads.values():
-        if t.notif is None or t.block is None:
-            why = (f"sleeps natively in {NAME.get(t.native, t.native)}" if t.native is not None
-                   else "is not held in a blocked call")
+        if t.notif is not None and t.block is not None:
+            held = True
+            continue
+        why = ("is not held in a blocked call" if t.native is None else _asleep_why(t))
+        if why:
             raise NotForkable(f"node {node.name}: thread {t.index} {why}")
+    if not held:
+        raise NotForkable(f"node {node.name}: no thread is held in a call (every one "
+                          "sleeps natively)")
+
+
+# Native waits a thread of a copied process (not a tree) may sleep in: notified always,
+# so the thread, made to make its call again, is held until the copy's descriptors are
+# its own, and then let go into it (Lease.fork_into; docs/design.md, "Copies of
+# threaded nodes"). The kernel restarts those of the poll family that an interrupt
+# ends; the epoll family's EINTR is taken back (csrc/fork.c, read_stopped).
+ASLEEP_AGAIN = nrs(lambda row: row.sleeps == NATIVE and row.notified == ALWAYS)
+_MASK_ARG = {row.nr: row.mask for row in ROWS if row.mask is not None}
+
+
+def _asleep_why(t) -> str | None:
+    """Why thread t, asleep natively, is no thread a copy can make again (None: it is):
+    not a call of ASLEEP_AGAIN, a signal mask of its own (its restart would keep the
+    mask), or a signal pending (an EINTR that was the program's)."""
+    name = NAME.get(t.native, t.native)
+    if t.native not in ASLEEP_AGAIN:
+        return f"sleeps natively in {name}"
+    k = _MASK_ARG.get(t.native)
+    if k is not None:
+        args = procfs.syscall_args(t.proc.pid, t.tid)
+        mask = args[k] if k >= 0 and len(args) > k else 0
+        if k < 0 and len(args) > -k - 1 and args[-k - 1]:
+            word = _native.read_mem(t.proc.pid, args[-k - 1], 8) or b"\0" * 8
+            mask = int.from_bytes(word[:8].ljust(8, b"\0"), "little")
+        if mask:
+            return f"sleeps natively in {name} under a signal mask of its own"
+    if procfs.signal_mask(t.tid, "SigPnd") | procfs.signal_mask(t.tid, "ShdPnd"):
+        return f"sleeps natively in {name} with a signal pending"
+    return None
+
+
+def _made_again(tap, tid: int, nr: int, name: str):
+    """Thread tid, asleep natively in call nr (ASLEEP_AGAIN) when its node was forked,
+    makes it again: its notification (not answered yet)."""
+    notif = tap.recv_for(tid, REBIND_TIMEOUT_S)
+    if notif is None or notif.nr != nr:
+        raise ForkFailed(f"fork of node {name}: a thread asleep in {NAME.get(nr, nr)} did "
+                         f"not make it again (got {notif and NAME.get(notif.nr, notif.nr)})")
+    return notif
+
+
+def _back_to_sleep(tap, pid: int, tid: int, nr: int, name: str) -> None:
+    """The original's thread tid, asleep natively in call nr when it was forked, goes
+    back to sleep in it (cmc's answer to it then was CONTINUE, and is again)."""
+    notif = _made_again(tap, tid, nr, name)
+    _native.respond(tap.fd, notif.id, cont=True)
+    _asleep_again(pid, tid, nr, name)
 
 
 def _asleep_again(pid: int, tid: int, nr: int, name: str) -> None:
