@@ -527,8 +527,7 @@ def _asleep_why(t) -> str | None:
 
 
 def _made_again(tap, tid: int, nr: int, name: str):
-    """Thread tid, asleep natively in call nr (ASLEEP_AGAIN) when its node was forked,
-    makes it again: its notification (not answered yet)."""
+    """The notification of thread tid, asleep in call nr at a fork, making it again."""
     notif = tap.recv_for(tid, REBIND_TIMEOUT_S)
     if notif is None or notif.nr != nr:
         raise ForkFailed(f"fork of node {name}: a thread asleep in {NAME.get(nr, nr)} did "
@@ -537,8 +536,7 @@ def _made_again(tap, tid: int, nr: int, name: str):
 
 
 def _back_to_sleep(tap, pid: int, tid: int, nr: int, name: str) -> None:
-    """The original's thread tid, asleep natively in call nr when it was forked, goes
-    back to sleep in it (cmc's answer to it then was CONTINUE, and is again)."""
+    """The original's thread tid, asleep in call nr at a fork, goes back to sleep in it."""
     notif = _made_again(tap, tid, nr, name)
     _native.respond(tap.fd, notif.id, cont=True)
     _asleep_again(pid, tid, nr, name)
