@@ -238,8 +238,8 @@ class Lease:
                 tids, states = _native.fork_node(self.tap.fd, threads, cwd, maps, unshare,
                                                  known)
             except OSError as e:
-                self.spoilt = (f"fork of node {node.name} (pid {self.pid}, "
-                               f"{len(threads)} thread(s)) failed: {e.strerror}")
+                self.spoilt = (f"fork of node {node.name} ({len(threads)} thread(s)) "
+                               f"failed: {e.strerror}")
                 node.let_go()
                 raise ForkFailed(self.spoilt) from None
             copies = dict(zip(order, tids))
@@ -302,8 +302,8 @@ class Lease:
                 copies, pids = _native.fork_tree(self.tap.fd, procs, cwd, maps,
                                                  bool(pending & (1 << 16)), reopen)
             except OSError as e:
-                self.spoilt = (f"fork of node {node.name} (pid {self.pid}, a tree of "
-                               f"{len(self.pids)} processes) failed: {e.strerror}")
+                self.spoilt = (f"fork of node {node.name} (a tree of {len(self.pids)} "
+                               f"processes) failed: {e.strerror}")
                 node.let_go()
                 raise ForkFailed(self.spoilt) from None
             tid_map = {}
@@ -551,8 +551,8 @@ def _asleep_again(pid: int, tid: int, nr: int, name: str) -> None:
         if state == "S" and now == nr:
             return
         if state in "XZ" or time.monotonic() > deadline:
-            raise ForkFailed(f"fork of node {name}: a thread of process {pid} did not go "
-                             f"back to sleep in {NAME.get(nr, nr)}")
+            raise ForkFailed(f"fork of node {name}: a thread did not go back to sleep in "
+                             f"{NAME.get(nr, nr)}")
         time.sleep(0.0002)
 
 
