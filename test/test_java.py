@@ -25,8 +25,7 @@ def classes():
     BUILD.mkdir(exist_ok=True)
     # javac is a JVM run natively: no perf-data file of its own in the host's /tmp
     subprocess.run([JAVAC, "-J-XX:-UsePerfData", "-d", str(BUILD),
-                    str(ROOT / "test" / "java" / "Echo.java"),
-                    str(ROOT / "test" / "java" / "Closer.java")], check=True, timeout=120)
+                    str(ROOT / "test" / "java" / "Echo.java")], check=True, timeout=120)
     return BUILD
 
 
@@ -37,19 +36,6 @@ def test_a_java_echo_server_is_copied_as_replayed(classes, tmp_path):
     assert "Model checking completed. No error has been found." in out
     assert counts(out) == (19, 19, 5)
     assert fast["copies"] > 0 and fast["replayed"] == {}, (fast["copies"], fast["replayed"])
-
-
-def test_a_socket_closed_under_a_reading_thread(classes, tmp_path):
-    """test/java/Closer.java closes a socket another thread is blocked reading: the JDK
-    dup2s its pre-closed socket over the descriptor (cmc: the number then names a socket
-    closed both ways) and signals the reader, held in its poll (cmc ends the call as
-    Linux would, EINTR), which sees SocketException; before, a target error on the
-    dup2, then a hang of the reader. The same replayed."""
-    rc, out, fast = both_ways(TEST_MODELS / "java_closer.model", tmp_path, "--max-memory", "3G",
-                              fast_args=())
-    assert rc == 0, out[-2000:]
-    assert "Model checking completed. No error has been found." in out
-    assert counts(out) == (6, 6, 6)
 
 
 @pytest.fixture(scope="module")

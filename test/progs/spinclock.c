@@ -1,18 +1,15 @@
 /*
  * spinclock: polls the clock until an instant has passed.
  *
- *   spinclock USEC [PORT [PEER]]
+ *   spinclock USEC
  *
  * Reads CLOCK_MONOTONIC again and again, with no other call between, until USEC
  * microseconds have passed since the first read; then writes
  * {"done":true,"reads":N,"waited_ns":W} on fd 3 (N: the reads it took, W: the time
  * the last read showed past the first) and blocks forever in accept() on
- * 127.0.0.1:PORT (default 9100), an emulated call. Under `time virtual` a clock that is
- * polled moves (docs/target-contract.md, "Time"); under `time async` it never does, and
- * the watchdog stops the node. With PEER, it first connects to 127.0.0.1:PEER and sends
- * a line: under latency 0 the clock cannot move while that is in flight, so the poll
- * waits for the delivery (a JVM's VM thread spins so at its start, its peers' CONNECTs
- * in flight).
+ * 127.0.0.1:9100, an emulated call. Under `time virtual` a clock that is polled moves
+ * (docs/target-contract.md, "Time"); under `time async` it never does, and the
+ * watchdog stops the node.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -34,18 +31,9 @@ static long long now_ns(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 4) {
-        fprintf(stderr, "usage: spinclock USEC [PORT [PEER]]\n");
+    if (argc != 2) {
+        fprintf(stderr, "usage: spinclock USEC\n");
         return 2;
-    }
-    int l = listen_on("spinclock", argc > 2 ? argv[2] : "9100");
-    if (argc > 3) {
-        struct sockaddr_in sa = loopback(argv[3]);
-        int c = socket(AF_INET, SOCK_STREAM, 0);
-        if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof sa) < 0 || write(c, "x\n", 2) != 2) {
-            perror("spinclock: connect");
-            return 1;
-        }
     }
     long long wait = atoll(argv[1]) * 1000LL;
     long long start = now_ns(), t = start;
@@ -60,6 +48,6 @@ int main(int argc, char **argv)
     if (write(3, line, (size_t)n) != n)
         perror("spinclock: write fd 3");
 
-    accept(l, NULL, NULL);   /* blocks: an emulated call */
+    accept(listen_on("spinclock", "9100"), NULL, NULL);   /* blocks: an emulated call */
     return 0;
 }

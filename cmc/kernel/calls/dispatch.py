@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from . import (fds, files, host, limits, machine, opens, shm, sockopts, stream, threads, time,
                tsc, waits, writes)
-from .answer import CONTINUE, Block
+from .answer import CONTINUE
 from .handler import Call, fd_arg, unsupported
-from ..linux.syscalls import ALWAYS, FD, NAME, ROWS, STATE
+from ..linux.syscalls import ALWAYS, FD, ROWS, STATE
 
 # the modules that hold handlers, by the name a row gives them
 MODULES = {m.__name__.rpartition(".")[2]: m for m in (
@@ -50,10 +50,7 @@ def dispatch(proc, notif):
     node = proc.node
     if node.setting.virtual:                # a thread polling the clock sees it move
         buf = CLOCK_READS.get(notif.nr)
-        wait = node.polls(notif.pid, buf is not None, notif.args[buf] if buf is not None else 0)
-        if wait:                            # ... or waits for a FIRE to move it
-            return Block(lambda: None, wait, lambda: HANDLERS[notif.nr](Call(proc, notif)),
-                         NAME.get(notif.nr, str(notif.nr)))
+        node.polls(notif.pid, buf is not None, notif.args[buf] if buf is not None else 0)
     if node.stdio and notif.nr in STDIO_ARG and _real_stdio(proc, notif):
         return CONTINUE
     handler = HANDLERS.get(notif.nr)

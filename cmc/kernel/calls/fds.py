@@ -4,15 +4,11 @@ copy fds 3 and 193 (state written to a copy would escape cmc)."""
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
-import select
-import socket
 import struct
 
-from ..linux import _native
 from ..linux.abi import (DURABLE_FD, FIONBIO, FIONREAD, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD,
-                         F_GETFL, F_SETFD, F_SETFL, O_NONBLOCK, SOCK_DGRAM, SOCK_STREAM, STATE_FD,
+                         F_GETFL, F_SETFD, F_SETFL, O_NONBLOCK, SOCK_DGRAM, STATE_FD,
                          S_IFSOCK, VFD_BASE)
 from .answer import CONTINUE, Err, Ret
 from .handler import fd_arg, unsupported
@@ -134,14 +130,6 @@ def sys_dup2(call):
     if sock is None and new in (0, 1) and proc.node.stdio:
         close_vfd(proc, new)        # a shell's redirection: this process's fd is real now
         return CONTINUE
-    if sock is None and get_sock(proc, new) is not None and _pre_closed(proc, old):
-        # the JDK's close of a socket another thread may be blocked on: its descriptor
-        # now names a socket closed both ways, until the JDK closes it too
-        close_vfd(proc, new)
-        proc.fds[new] = Sock(socket.AF_INET, SOCK_STREAM, shut_rd=True)
-        if call.nr == NR["dup3"] and args[2] & 0o2000000:
-            proc.cloexec.add(new)
-        return Ret(new)
     if sock is None:
         return unsupported(proc, call.nr, args,
                            "moves a real descriptor onto a virtual descriptor number")
@@ -160,32 +148,6 @@ def sys_dup2(call):
     if call.nr == NR["dup3"] and args[2] & 0o2000000:
         proc.cloexec.add(new)
     return Ret(new)
-
-
-def _pre_closed(proc, fd: int) -> bool:
-    """Whether real descriptor fd of proc is an AF_UNIX stream socket whose other end is
-    closed, with nothing to read: what the JDK dup2s over a socket's descriptor to close
-    it under a thread blocked on it (its "pre-close")."""
-    try:
-        mine = _native.getfd(proc.pid, fd, proc.pidfd)
-    except OSError:
-        return False
-    try:
-        s = socket.socket(fileno=mine)
-    except OSError:
-        os.close(mine)
-        return False
-    try:
-        if s.family != socket.AF_UNIX or s.type != socket.SOCK_STREAM:
-            return False
-        p = select.poll()
-        p.register(s.fileno(), select.POLLIN)
-        hup = any(ev & select.POLLHUP for _, ev in p.poll(0))
-        return hup and not struct.unpack("i", fcntl.ioctl(s.fileno(), FIONREAD, b"\0" * 4))[0]
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def sys_espipe(call):

@@ -37,10 +37,6 @@ _DEVNULL: list[int] = []
 # times may depend on what cmc does not control yet (the TSC): below this, the count
 # changes nothing, so the worlds do not depend on it.
 POLLING = 8
-# ... and a thread that polls a clock held at a bound (a message in flight) this many
-# times in a row waits for a FIRE instead (Node.polls): runtimes that poll a while and
-# then sleep (Go's scheduler: a dozen reads) never get there.
-STUCK_READS = 24
 
 # The longest line a node may write on fd 3 or 193: each world keeps its state.
 STATE_LINE_MAX = 1 << 20
@@ -107,7 +103,7 @@ class Node:
         self.bufs = {3: bytearray(), 193: bytearray()}
         self.tasks = Scheduler(self)   # its processes and threads, and running them
         self.next_ino = 0              # st_ino of the next virtual socket
-        self.spin = (0, 0, 0, 0)       # (thread, reads, buffer, stuck): a thread polling the clock
+        self.spin = (0, 0, 0)          # (thread, reads, buffer): a thread polling the clock
         self.random_offset = 0
         self.exec_count = 0
 
@@ -247,17 +243,16 @@ class Node:
     def monotonic_ns(self) -> int:
         return MONOTONIC_START_NS + self.now_ns()
 
-    def pass_time(self, ns: int) -> bool:
+    def pass_time(self, ns: int) -> None:
         """A call of the node takes `ns` of its time (an expired futex deadline, a read
         of a clock that is being polled): under time virtual, the cluster's clock
-        moves, never past a deadline or a message's latency bound (world/clock.py).
-        False: the clock could not move at all."""
+        moves, never past a deadline or a message's latency bound (world/clock.py)."""
         if self.setting.virtual:
-            return clock.advance(self.setting, ns)
-        self.elapsed_ns += ns
-        return True
+            clock.advance(self.setting, ns)
+        else:
+            self.elapsed_ns += ns
 
-    def polls(self, tid: int, reads_clock: bool, buf: int = 0) -> int:
+    def polls(self, tid: int, reads_clock: bool, buf: int = 0) -> None:
         """Time virtual, thread tid makes a notified call (dispatch.py). A thread that
         reads a clock again and again into the same buffer (`buf`: a loop's) with no
         other call between sees it move: from the POLLING-th read in a row, each twice
@@ -265,24 +260,15 @@ class Node:
         reads that grows with the logarithm of the wait, not with the wait). Any other
         call, or a read into another buffer, ends the run: CPython reads the clock
         dozens of times while it imports modules, from many frames, between file calls
-        that run natively, and is not polling it. Returns how long the read waits for a
-        FIRE (0: not at all): a thread that has polled a clock held at a bound only a
-        FIRE passes (a message in flight under latency 0, say) STUCK_READS times in a
-        row waits 1 us, as a sleep would, where it would spin for ever (a JVM's VM
-        thread at its start); then it polls afresh."""
+        that run natively, and is not polling it."""
         if not reads_clock:
-            self.spin = (0, 0, 0, 0)
-            return 0
-        who, n, last, stuck = self.spin
+            self.spin = (0, 0, 0)
+            return
+        who, n, last = self.spin
         n = n + 1 if who == tid and last == buf else 0
-        stuck = stuck if n else 0
+        self.spin = (tid, n, buf)
         if n >= POLLING:
-            stuck = 0 if self.pass_time(1000 << min(n - POLLING, 40)) else stuck + 1
-        self.spin = (tid, n, buf, stuck)
-        if stuck < STUCK_READS:
-            return 0
-        self.spin = (0, 0, 0, 0)
-        return 1000
+            self.pass_time(1000 << min(n - POLLING, 40))
 
     def random_bytes(self, n: int) -> bytes:
         """A deterministic stream per (node, incarnation)."""

@@ -155,10 +155,6 @@ class Scheduler(Tasks):
             ends = self.ends
             creating = self.clones or self.forking is not None
             if not loose and not creating:
-                # a thread of the node signalled another, held in a call: the call ends
-                # as Linux ends it (the filter holds a call a signal would end)
-                if self.signalled and self.next_proc == 1 and self._interrupt(own=True):
-                    continue
                 if self._stirred():      # a parked waiter may be awake: look at it
                     continue
                 if self.next_proc > 1 and self._interrupt():
@@ -496,13 +492,13 @@ class Scheduler(Tasks):
                 continue
         return None
 
-    def _interrupt(self, own: bool = False) -> bool:
+    def _interrupt(self) -> bool:
         """A caught signal is pending for a thread held in a blocked call (SIGCHLD
-        of a child that ended, a signal one process of the node sent another; `own`:
-        only one sent to the thread itself, a tgkill's): end the call as Linux does --
-        with EINTR, or restarted under SA_RESTART for a call Linux restarts (the kernel
-        decides, from ERESTARTSYS; poll, select, epoll_wait, sleeps and calls with a
-        timeout get ERESTARTNOHAND: EINTR when a handler runs). True when one was."""
+        of a child that ended, a signal one process of the node sent another): end
+        the call as Linux does -- with EINTR, or restarted under SA_RESTART for a
+        call Linux restarts (the kernel decides, from ERESTARTSYS; poll, select,
+        epoll_wait, sleeps and calls with a timeout get ERESTARTNOHAND: EINTR when
+        a handler runs). True when one was."""
         for t in list(self.threads.values()):
             if t.block is None or t.notif is None:
                 continue
@@ -510,7 +506,7 @@ class Scheduler(Tasks):
             if not st:
                 continue
             try:
-                pending = (int(st["SigPnd"], 16) | (0 if own else int(st["ShdPnd"], 16))) \
+                pending = (int(st["SigPnd"], 16) | int(st["ShdPnd"], 16)) \
                     & ~int(st["SigBlk"], 16) & int(st["SigCgt"], 16)
             except (KeyError, ValueError):
                 continue

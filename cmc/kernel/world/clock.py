@@ -50,14 +50,12 @@ def next_fire(cluster) -> list[Fire | ClientStart]:
                  at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
 
 
-def advance(cluster, ns: int) -> bool:
+def advance(cluster, ns: int) -> None:
     """Move the clock by `ns` in the middle of a step (a thread polling it), never past
     the next deadline, a message's latency bound or the horizon: those are moved past
-    only by a FIRE, which the search takes as a step. False: it could not move at all."""
+    only by a FIRE, which the search takes as a step."""
     net, spec = cluster.net, cluster.spec
     limit = min([w[0] for w in waits(cluster)] +
                 [sent + spec.latency_ns for sent in net.in_flight_sent()] +
                 [spec.horizon_ns])
-    before = net.clock
     net.clock = max(net.clock, min(net.clock + ns, limit))
-    return net.clock > before or ns <= 0
