@@ -251,7 +251,8 @@ class Lease:
         try:
             for i, tid in enumerate(order):   # the original's stopped
                 if tid in asleep:
-                    _back_to_sleep(self.tap, self.pid, tid, asleep[tid], node.name)
+                    _sleep_again(self.tap, self.pid, tid,
+                                 _made_again(self.tap, tid, asleep[tid], node.name), node.name)
                 elif i == 0 or known[i] is None:
                     held[tid] = _again(self.tap, tid, held[tid], node.name)
             node.tasks.rebind({copies[tid]: _again(self.tap, copies[tid], notif, node.name)
@@ -264,8 +265,7 @@ class Lease:
         replace_fds(node, plan, self.cwd, self.pid, waited=waited)
         move_home(node, home)
         for tid, notif in waking:
-            _native.respond(self.tap.fd, notif.id, cont=True)
-            _asleep_again(node.tasks.pid, tid, notif.nr, node.name)
+            _sleep_again(self.tap, node.tasks.pid, tid, notif, node.name)
 
     def _fork_tree(self, node, cwd: str) -> None:
         """Lease.take for a process tree: every process copied (cmc_fork_tree), the
@@ -483,15 +483,12 @@ def forkable(node) -> None:
     if is_tree(node):
         _tree_forkable(node)
         return
-    held = False
     for t in tasks.threads.values():
-        if t.notif is not None and t.block is not None:
-            held = True
-            continue
-        why = ("is not held in a blocked call" if t.native is None else _asleep_why(t))
-        if why:
-            raise NotForkable(f"node {node.name}: thread {t.index} {why}")
-    if not held:
+        if t.notif is None or t.block is None:
+            why = "is not held in a blocked call" if t.native is None else _asleep_why(t)
+            if why:
+                raise NotForkable(f"node {node.name}: thread {t.index} {why}")
+    if all(t.notif is None for t in tasks.threads.values()):
         raise NotForkable(f"node {node.name}: no thread is held in a call (every one "
                           "sleeps natively)")
 
@@ -514,11 +511,10 @@ def _asleep_why(t) -> str | None:
         return f"sleeps natively in {name}"
     k = _MASK_ARG.get(t.native)
     if k is not None:
-        args = procfs.syscall_args(t.proc.pid, t.tid)
-        mask = args[k] if k >= 0 and len(args) > k else 0
-        if k < 0 and len(args) > -k - 1 and args[-k - 1]:
-            word = _native.read_mem(t.proc.pid, args[-k - 1], 8) or b"\0" * 8
-            mask = int.from_bytes(word[:8].ljust(8, b"\0"), "little")
+        args = procfs.syscall_args(t.proc.pid, t.tid) or [0] * 6
+        mask = args[k] if k >= 0 else args[-k - 1]
+        if k < 0 and mask:               # the first word of what the argument points to
+            mask = int.from_bytes(_native.read_mem(t.proc.pid, mask, 8) or bytes(8), "little")
         if mask:
             return f"sleeps natively in {name} under a signal mask of its own"
     if procfs.signal_mask(t.tid, "SigPnd") | procfs.signal_mask(t.tid, "ShdPnd"):
@@ -535,11 +531,10 @@ def _made_again(tap, tid: int, nr: int, name: str):
     return notif
 
 
-def _back_to_sleep(tap, pid: int, tid: int, nr: int, name: str) -> None:
-    """The original's thread tid, asleep in call nr at a fork, goes back to sleep in it."""
-    notif = _made_again(tap, tid, nr, name)
+def _sleep_again(tap, pid: int, tid: int, notif, name: str) -> None:
+    """Thread tid of pid, its native wait made again as `notif`, is let go into it."""
     _native.respond(tap.fd, notif.id, cont=True)
-    _asleep_again(pid, tid, nr, name)
+    _asleep_again(pid, tid, notif.nr, name)
 
 
 def _asleep_again(pid: int, tid: int, nr: int, name: str) -> None:
