@@ -105,9 +105,11 @@ __asm__(
 "    movq %rdx, %r12\n"
 "    subq $32, %rsp\n"                    /* handler, flags, restorer, mask */
 "    movq $0, (%rsp)\n"
-"    movl $228, %eax\n"                   /* clock_gettime(CMC_CLOCK_SEGV_ACTION, &act) */
+"    movl $228, %eax\n"                   /* clock_gettime(CMC_CLOCK_SEGV_ACTION, &act, */
 "    movl $" CMC_STR(CMC_CLOCK_SEGV_ACTION) ", %edi\n"
 "    movq %rsp, %rsi\n"
+"    movq %rbx, %rdx\n"                   /* info, uc): cmc notes where a fault was */
+"    movq %r12, %r10\n"
 "    syscall\n"
 "    movq (%rsp), %rax\n"
 "    cmpq $1, %rax\n"

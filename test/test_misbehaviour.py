@@ -21,7 +21,10 @@ from conftest import TEST_MODELS
 STEP = r"node victim \(step (\d+), <[^\n]*>\): "
 CASES = {
     "abort": ("die", "abort", [], [STEP + r"died of signal SIGABRT outside a CRASH action"], None),
-    "segv": ("die", "segv", [], [STEP + r"died of signal SIGSEGV outside a CRASH action"], None),
+    "segv": ("die", "segv", [], [STEP + r"died of signal SIGSEGV outside a CRASH action "
+                                 r"\(a fault at address 0x0 \(SEGV_MAPERR: nothing mapped "
+                                 r"there\), instruction at 0x[0-9a-f]+ \(/\S+/misbehave_die"
+                                 r"(-static)?\+0x[0-9a-f]+\)\)$"], None),
     "exit-status": ("die", "exit", [], [STEP + r"exited with status 7 outside a CRASH action",
                                         r"misbehave_die: exiting with status 7"], None),
     "spin-cpu": ("spin", "cpu", ["--watchdog", "1"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import struct
 
+from ..linux import procfs
 from ..linux.abi import CLOCK_SEGV_ACTION, CLOCK_TSC, SIGSEGV, TRAP_PAGE, TRAP_PAGE_SIZE
 from .answer import CONTINUE, Err, Ret
 from .handler import signed
@@ -43,6 +44,7 @@ def trap_clock(call):
     if clk == CLOCK_TSC:
         data = struct.pack("<Q", tsc(proc.node))
     else:
+        note_fault(call)
         data = proc.segv
         handler, flags = struct.unpack_from("<QQ", data)
         if handler > SIG_IGN and flags & SA_RESETHAND:
@@ -50,6 +52,37 @@ def trap_clock(call):
     if not proc.write(call.args[1], data):
         return Err(errno.EFAULT)
     return Ret(0)
+
+
+SEGV_CODES = {1: "SEGV_MAPERR: nothing mapped there", 2: "SEGV_ACCERR: not allowed there",
+              0x80: "a general protection fault"}
+
+
+def note_fault(call) -> None:
+    """The trap's handler, asking for the program's action, passes the signal's
+    siginfo and ucontext: the first fault the kernel made (si_code > 0) in a process is
+    kept, to say where it was if the process dies of it (scheduler, "died of signal")."""
+    proc = call.proc
+    if proc.fault is not None or not call.args[2] or not call.args[3]:
+        return
+    info = proc.read(call.args[2], 24)
+    ip = proc.read(call.args[3] + 168, 8)            # uc_mcontext.gregs[REG_RIP]
+    if info is None or ip is None or len(info) < 24 or len(ip) < 8:
+        return
+    code = struct.unpack_from("<i", info, 8)[0]
+    if code <= 0:                                    # sent, not made by a fault
+        return
+    addr = struct.unpack_from("<Q", info, 16)[0]
+    rip = struct.unpack("<Q", ip)[0]
+    at = procfs.mapping_at(proc.pid, rip)
+    where = f" ({at[3]}+{rip - at[0] + at[2]:#x})" if at else ""
+    what = SEGV_CODES.get(code, f"si_code {code}")
+    tasks = proc.node.tasks
+    t = tasks.thread_of(call.pid)
+    who = tasks.who(t) + ": " if t is not None and (
+        len(tasks.threads) > 1 or tasks.next_proc > 1) else ""
+    proc.fault = (f"{who}a fault at address {addr:#x} ({what}), instruction at "
+                  f"{rip:#x}{where}")
 
 
 def sys_rt_sigaction(call):

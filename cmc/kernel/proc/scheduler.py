@@ -454,8 +454,9 @@ class Scheduler(Tasks):
             if os.WIFSIGNALED(status):
                 self.kill()               # the rest of its tree goes with it
                 sig = signal.Signals(os.WTERMSIG(status)).name
+                fault = f" ({proc.fault})" if proc.fault and sig == "SIGSEGV" else ""
                 raise TargetError(self.node.where() +
-                                  f"died of signal {sig} outside a CRASH action")
+                                  f"died of signal {sig} outside a CRASH action{fault}")
             code = os.WEXITSTATUS(status)
             if code != 0:
                 self.kill()
