@@ -84,6 +84,28 @@ def test_a_node_that_cannot_be_copied_under_a_folded_timer_is_replayed(tmp_path)
     assert fast["replayed"] == {"node n has socket:[...] open": 7}, fast["replayed"]
 
 
+def test_memory_a_fork_would_not_copy_is_copied(tmp_path):
+    """test/progs/forkadvice.c keeps its count in a page it gave MADV_DONTFORK (as Node's
+    V8 does its heap): cmc answers that advice itself (the kernel's errors for a bad
+    address or range), so a copy has the page; copied as replayed, none replayed."""
+    rc, out, fast = both_ways(TEST_MODELS / "forkadvice.model", tmp_path, fast_args=())
+    assert rc == 0, out[-2000:]
+    assert counts(out) == (19, 19, 5)
+    assert (fast["copies"], fast["replayed"]) == (5, {})
+
+
+def test_memory_a_fork_would_wipe_is_replayed(tmp_path):
+    """The same page given MADV_WIPEONFORK (which runs natively): a copy would see zeros,
+    so the node is not copied; its worlds are replayed, saying why, with the output of a
+    replay."""
+    rc, out, fast = both_ways(TEST_MODELS / "forkadvice.model", tmp_path, "-D", "how=wipe",
+                              fast_args=())
+    assert rc == 0, out[-2000:]
+    assert counts(out) == (19, 19, 5)
+    assert fast["replayed"] == {
+        "node n: process 0 has memory a fork would wipe (madvise MADV_WIPEONFORK)": 5}
+
+
 def test_a_node_reading_a_random_file_it_keeps_open_is_copied(tmp_path):
     """test/progs/randkeep.c keeps /dev/urandom open (cmc's file of the node's random
     stream) and reads four bytes per request: a copy reads on from the original's

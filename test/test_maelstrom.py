@@ -462,6 +462,20 @@ def test_the_bug_of_a_node_in_another_language(language, tmp_path):
     assert len(steps(r.stdout)) + 1 == length
 
 
+def test_a_nodejs_process_is_copied(tmp_path):
+    """Node's V8 marks its heap MADV_DONTFORK; cmc answers that advice itself, so a copy
+    of a Node process (a fork) has its heap: every successor is copied, none replayed.
+    (Before, each copy faulted at its first JavaScript and was replayed, and a world
+    whose node was forked when taken from a lease failed the search: a CI flake.)"""
+    if not shutil.which("node"):
+        pytest.skip("node is not here")
+    r = check(ROOT / "models/maelstrom/echo-js.model", "--json", tmp_path / "r.json",
+              "--trace-out", tmp_path / "t.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["copies"], report["replayed"]) == (2, {})
+
+
 def test_seq_kv_reads_may_see_the_past():
     """seq-kv: a read sees the newest value or an older one, never older than what the
     reading node has seen (its updates, its reads); updates apply to the newest map."""

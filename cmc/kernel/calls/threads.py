@@ -286,6 +286,7 @@ def sys_execve(call):
         for fd in sorted(proc.cloexec):
             close_vfd(proc, fd)
         tsc.after_exec(proc)
+        proc.wipes = False            # the image's mappings went with it
     return ANSWERED
 
 

@@ -21,6 +21,8 @@ A call is *notified* (cmc answers it) when it can touch what cmc emulates:
   rename (a shared-memory object's name);
 - rt_sigaction of SIGSEGV, unless made from the trap page (the handler that makes
   rdtsc cmc's takes SIGSEGV: the program's own action is kept by cmc, calls/tsc.py);
+- madvise with MADV_DONTFORK or MADV_WIPEONFORK (cmc copies a process by a fork:
+  calls/memory.py);
 - when an fd argument, read as a signed 32-bit int, is >= 500 (a virtual socket);
   writes also when the fd is 3 or 193 (the state channels cmc takes synchronously),
   and fcntl and the dup family on fd 3 or 193 (a copy of them would escape cmc).
@@ -37,7 +39,7 @@ import errno
 
 from .abi import (DURABLE_FD, SIGSEGV, STATE_FD, TRAP_BIRTH_AT, TRAP_PAGE, TRAP_PAGE_SIZE,
                   TRAP_UNTRACED_AT, VFD_BASE)
-from .syscalls import ALWAYS, ENOSYS, FD, FD3UP, MMAP, ROWS, SEGV, STATE
+from .syscalls import ALWAYS, ENOSYS, FD, FD3UP, FORK_ADVICE, MMAP, ROWS, SEGV, STATE
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_BIT = 0x40000000
@@ -54,6 +56,7 @@ JA = 0x05
 RET_K = 0x06
 
 OFF_NR = 0
+MADV_DONTFORK, MADV_WIPEONFORK = 10, 18
 OFF_ARCH = 4
 OFF_IP_LO, OFF_IP_HI = 8, 12
 
@@ -163,7 +166,8 @@ def build_filter(disk: bool = False, stdio: bool = False) -> list[tuple[int, int
     a.jump(JGE_K, X32_BIT, 0, 1)
     a.ja("enosys")
     groups = [(lambda r: r.notified == ALWAYS, "notify"),
-              (lambda r: r.notified == ENOSYS, "enosys"), (lambda r: r.notified == SEGV, "segv")]
+              (lambda r: r.notified == ENOSYS, "enosys"), (lambda r: r.notified == SEGV, "segv"),
+              (lambda r: r.notified == FORK_ADVICE, "madvise")]
     if disk:
         groups += [(lambda r, d=d: r.disk == d, target) for d, target in DISK_CHECKS.items()]
     groups += [(lambda r, c=c: (r.notified, r.fds) == c, target)
@@ -204,6 +208,11 @@ def build_filter(disk: bool = False, stdio: bool = False) -> list[tuple[int, int
     a.ld(OFF_IP_LO)
     a.jump(JGE_K, TRAP_PAGE & 0xFFFFFFFF, 0, "notify")
     a.jump(JGE_K, (TRAP_PAGE & 0xFFFFFFFF) + TRAP_PAGE_SIZE, "notify", "allow")
+
+    a.label("madvise")          # advice a fork would act on
+    a.ld(_off_arg(2))
+    a.jump(JEQ_K, MADV_DONTFORK, "notify", 0)
+    a.jump(JEQ_K, MADV_WIPEONFORK, "notify", "allow")
 
     a.label("write")            # falls through into arg0
     a.ld(_off_arg(0))

@@ -161,6 +161,16 @@ def cwd_link(pid: int) -> bytes:
     return os.fsencode(_path(pid, "cwd"))
 
 
+def ranges(pid: int) -> list[tuple[int, int]]:
+    """The address ranges of pid's mappings, in order ([] when pid is gone)."""
+    try:
+        with open(_path(pid, "maps")) as f:
+            return [tuple(int(x, 16) for x in line.split(None, 1)[0].split("-"))
+                    for line in f]
+    except OSError:
+        return []
+
+
 def mapping_at(pid: int, addr: int) -> tuple[int, int, int, str] | None:
     """(start, end, file offset, path) of pid's mapping that holds address addr, or
     None (no mapping there, no file behind it, or pid gone)."""

@@ -13,7 +13,9 @@ tables are generated):
   numbered from VFD_BASE (or 0 and 1, in a node whose stdin and stdout are cmc's);
   STATE, as FD, or when its first argument is a state fd (3 or 193: a write is a state
   line, a copy of one would let state escape cmc); SEGV, rt_sigaction of SIGSEGV made
-  outside the trap page; ENOSYS, refused by the filter itself; None: never.
+  outside the trap page; FORK_ADVICE, madvise with MADV_DONTFORK or MADV_WIPEONFORK
+  (what a copy of the process would lose: calls/memory.py); ENOSYS, refused by the
+  filter itself; None: never.
 - `disk` -- what a page cache (docs/target-contract.md, "The disk") adds: ALWAYS;
   FD3UP, through any descriptor from 3 up (a file of the node's is told apart in
   Python); MMAP, a shared writable mapping of a descriptor.
@@ -71,6 +73,7 @@ NAME = {nr: name for name, nr in NR.items()}
 # notified (ALWAYS is also a `disk` value)
 ALWAYS, FD, STATE, SEGV, ENOSYS = "always", "on a descriptor", "on a descriptor or state fd", \
     "SIGSEGV's action", "refused with ENOSYS"
+FORK_ADVICE = "advice about fork"
 # disk
 FD3UP, MMAP = "on a descriptor from 3 up", "a shared writable mapping"
 # quiet
@@ -262,6 +265,8 @@ ROWS = (
     # -- the handler that makes rdtsc cmc's takes SIGSEGV: the program's own action is
     # kept by cmc (calls/tsc.py)
     Row("rt_sigaction", SEGV, "tsc.sys_rt_sigaction", start=START_ANY),
+    # -- memory a fork would not copy: a copy of the process is made by a fork
+    Row("madvise", FORK_ADVICE, "memory.sys_madvise", quiet=True, start=START_ANY),
 
     # -- with a page cache only: what makes a file durable, truncates or extends one,
     # makes or removes a name; msync, and a shared writable mapping of a file (what is

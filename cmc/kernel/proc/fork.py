@@ -480,6 +480,10 @@ def forkable(node) -> None:
         raise NotForkable(f"node {node.name} has a process group of its own making")
     if tasks.clones or tasks.forking is not None:
         raise NotForkable(f"node {node.name} has a thread or process not seen yet")
+    wipes = [p.number for p in tasks.procs.values() if p.wipes]
+    if wipes:
+        raise NotForkable(f"node {node.name}: process {wipes[0]} has memory a fork would "
+                          "wipe (madvise MADV_WIPEONFORK)")
     if is_tree(node):
         _tree_forkable(node)
         return

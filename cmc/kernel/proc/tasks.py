@@ -142,7 +142,7 @@ class Process:
     made the call; what is the node's (clocks, disk, state lines, scheduler) it
     reaches through `node`."""
     __slots__ = ("node", "number", "pid", "parent", "fds", "cloexec", "epolls", "futexes",
-                 "nofile", "pidfd", "vforked", "segv", "fault")
+                 "nofile", "pidfd", "vforked", "segv", "fault", "wipes")
 
     def __init__(self, node, number: int, pid: int, parent: "Process | None" = None):
         self.node = node
@@ -156,6 +156,8 @@ class Process:
         # calls/tsc.py), as the 32 bytes of a struct kernel_sigaction
         self.segv = parent.segv if parent is not None else bytes(32)
         self.fault = None               # the first fault its threads met (calls/tsc.py)
+        # memory it asked to be wiped in a fork (calls/memory.py): not copied
+        self.wipes = parent.wipes if parent is not None else False
         if parent is None:
             self.fds = {}
             self.cloexec = set()

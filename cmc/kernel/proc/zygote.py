@@ -237,6 +237,8 @@ class Zygotes:
             why = "its start made a process"
         elif any(t.notif is None for t in tasks.threads.values()):
             why = "a thread of its start is not held"
+        elif any(p.wipes for p in tasks.procs.values()):
+            why = "its start has memory a fork would wipe (madvise MADV_WIPEONFORK)"
         plan = None
         if why is None:
             try:
