@@ -361,6 +361,60 @@ def test_the_model_the_command_writes(tmp_path):
     assert "node" in r.stdout + r.stderr
 
 
+def test_maelstroms_own_spelling_as_a_first_command(tmp_path):
+    """`cmc maelstrom test -w echo --bin ... --node-count 1`, as a Maelstrom user types
+    it: the model is written with the node's file relative to it ({model_dir}), and
+    checked; Maelstrom's --time-limit is said to be no bound of cmc's."""
+    node = tmp_path / "echo.py"
+    node.write_text(f"import runpy, sys\nsys.path.insert(0, {str(DEMO)!r})\n"
+                    f"runpy.run_path({str(DEMO / 'echo.py')!r}, run_name='__main__')\n")
+    r = run_cmc("maelstrom", "test", "-w", "echo", "--bin", f"{sys.executable} echo.py",
+                "--node-count", "1", "--time-limit", "10", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts(r.stdout) == (5, 5, 3)
+    assert "--time-limit is Maelstrom's way to bound a random test" in r.stderr
+    model = (tmp_path / "maelstrom-echo.model").read_text()
+    assert f'node n1 = maelstrom "{sys.executable} {{model_dir}}/echo.py"' in model
+
+
+def test_the_maelstrom_command_keeps_an_edited_model(tmp_path):
+    """Run again, the command writes the same model over itself, but refuses to write
+    over one that was edited (exit 2) unless --force."""
+    args = ["maelstrom", "echo", "--bin", "./node", "--no-build"]
+    run_cmc(*args, cwd=tmp_path)
+    model = tmp_path / "maelstrom-echo.model"
+    first = model.read_text()
+    assert run_cmc(*args, cwd=tmp_path).returncode == 2        # ./node is no file here
+    model.write_text(first + "# mine\n")
+    r = run_cmc(*args, cwd=tmp_path)
+    assert r.returncode == 2 and "maelstrom-echo.model is there already, and is not this " \
+        "model (edited?): --force writes over it" in r.stderr, r.stderr
+    assert model.read_text().endswith("# mine\n")
+    run_cmc(*args, "--force", cwd=tmp_path)
+    assert model.read_text() == first
+
+
+@pytest.mark.parametrize("nemesis, lines", [
+    ("partition", ["budget drop 1"]), ("kill", ["budget crash 1"]),
+    ("partition,kill", ["budget crash 1", "budget drop 1"])])
+def test_maelstroms_nemesis_is_a_budget(nemesis, lines, tmp_path):
+    from cmc.cli import maelstrom_argv
+    maelstrom_argv(["test", "-w", "unique-ids", "--bin", "./node", "--nemesis", nemesis,
+                    "--write-model", str(tmp_path / "m.model")])
+    text = (tmp_path / "m.model").read_text()
+    assert [line for line in text.splitlines() if line.startswith("budget")] == lines
+
+
+def test_a_version_managers_shim_is_named(capsys):
+    from cmc.cli import _warn_if_shim
+    _warn_if_shim("/home/u/.pyenv/shims/python3")
+    _warn_if_shim(sys.executable if "/shims/" not in sys.executable else "/bin/sh")
+    err = capsys.readouterr().err
+    assert err == ("cmc maelstrom: /home/u/.pyenv/shims/python3 is a version manager's shim "
+                   "(/home/u/.pyenv/shims/python3): it runs at every launch of every node; "
+                   "naming the interpreter itself is faster\n")
+
+
 @pytest.mark.parametrize("args, message", [
     (["kafka", "--bin", "x"], "cmc maelstrom: kafka has no model of its own yet: write its "
      'clients and properties in a model file (docs/maelstrom.md, "The workloads")'),
@@ -372,6 +426,11 @@ def test_the_model_the_command_writes(tmp_path):
      "such as 4s or 2500ms (units ns, us, ms, s)"),
     (["echo", "--bin", "x", "--crash", "-1"], "cmc maelstrom: argument --crash: must be at "
      "least 0, got -1"),
+    (["test", "--bin", "x"], "cmc maelstrom: a workload is needed (cmc maelstrom WORKLOAD, "
+     "or test -w WORKLOAD)"),
+    (["echo", "-w", "lin-kv", "--bin", "x"], "cmc maelstrom: two workloads: echo and -w lin-kv"),
+    (["test", "-w", "echo", "--bin", "x", "--nemesis", "pause"], "cmc maelstrom: --nemesis "
+     "pause: cmc's faults are partition (lost messages) and kill (crashes)"),
 ])
 def test_the_maelstrom_command_refuses(args, message, tmp_path):
     r = run_cmc("maelstrom", *args, cwd=tmp_path)
