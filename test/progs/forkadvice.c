@@ -15,14 +15,19 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#include "lineserver.h"
+
+static int *count;
+
+static int counted(char *buf, size_t size)
+{
+    return snprintf(buf, size, "count %d\n", ++*count);
+}
 
 int main(int argc, char **argv)
 {
@@ -45,35 +50,7 @@ int main(int argc, char **argv)
         perror("forkadvice: madvise");
         return 1;
     }
-    int *count = (int *)m;
+    count = (int *)m;
     *count = 40;
-    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[2])),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(l, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(l, 4) != 0)
-        return 1;
-    struct pollfd p[3] = { { .fd = l, .events = POLLIN }, { .fd = -1 }, { .fd = -1 } };
-    char buf[256];
-    for (;;) {
-        if (poll(p, 3, -1) < 0)
-            return 1;
-        if (p[0].revents & POLLIN) {
-            int c = accept(l, NULL, NULL);
-            p[p[1].fd < 0 ? 1 : 2] = (struct pollfd){ .fd = c, .events = POLLIN };
-        }
-        for (int i = 1; i < 3; i++) {
-            if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP)))
-                continue;
-            ssize_t n = read(p[i].fd, buf, sizeof buf);
-            if (n <= 0) {
-                close(p[i].fd);
-                p[i].fd = -1;
-                continue;
-            }
-            int k = snprintf(buf, sizeof buf, "count %d\n", ++*count);
-            if (write(p[i].fd, buf, (size_t)k) != k)
-                return 1;
-        }
-    }
+    return serve_lines(argv[2], counted);
 }
