@@ -366,7 +366,8 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     [options]`, or as Maelstrom spells it, `cmc maelstrom test -w WORKLOAD --bin CMD ...`
     (docs/maelstrom.md): write the workload's model (to FILE, by default
     maelstrom-WORKLOAD.model here; a different file already there only with --force)
-    and return the arguments that check it (the other options, as for any model). A
+    and return the arguments that check it (the other options, as for any model; the
+    run's outputs kept under store/ as Maelstrom keeps them, unless --out says where). A
     word of CMD that names a file here is written relative to the model's directory
     ({model_dir}), so the model runs it from wherever the two are kept together."""
     if argv[:1] == ["test"]:                # Maelstrom's own subcommand
@@ -452,6 +453,8 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
         p.error(f"cannot write the model to {path}: {e.strerror}")
     print(f"cmc maelstrom: the model is {path} (edit it; cmc --model-file {path} checks it "
           "again)", file=sys.stderr)
+    if not any(a == "--out" or a.startswith("--out=") for a in rest):
+        rest = ["--out", "store", *rest]    # Maelstrom's store/, a folder per run
     return ["--model-file", path, *rest]
 
 

@@ -375,6 +375,10 @@ def test_maelstroms_own_spelling_as_a_first_command(tmp_path):
     assert "--time-limit is Maelstrom's way to bound a random test" in r.stderr
     model = (tmp_path / "maelstrom-echo.model").read_text()
     assert f'node n1 = maelstrom "{sys.executable} {{model_dir}}/echo.py"' in model
+    # the run's outputs, as Maelstrom keeps them: store/TEST/TIME, store/TEST/latest
+    kept = tmp_path / "store" / "maelstrom-echo" / "latest"
+    assert json.loads((kept / "report.json").read_text())["verdict"] == "ok"
+    assert sorted(p.name for p in (kept / "nodes").iterdir()) == ["n1.stderr", "n1.stdout"]
 
 
 def test_the_maelstrom_command_keeps_an_edited_model(tmp_path):
