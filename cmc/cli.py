@@ -433,8 +433,7 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     _warn_if_shim(words[0])
     budgets = {kind: getattr(ours, kind) for kind in BUDGET_FLAGS
                if getattr(ours, kind) is not None}
-    command = " ".join(w if w.startswith(MODEL_DIR) and shlex.quote(w) == f"'{w}'"
-                       and shlex.quote(w[len(MODEL_DIR):]) == w[len(MODEL_DIR):]
+    command = " ".join(MODEL_DIR + shlex.quote(w[len(MODEL_DIR):]) if w.startswith(MODEL_DIR)
                        else shlex.quote(w) for w in words)
     text = model_text(ours.workload, command, ours.node_count,
                       ours.ops or DEFAULT_OPS.get(ours.workload, 2), budgets, ours.horizon)
@@ -458,15 +457,15 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     return ["--model-file", path, *rest]
 
 
+MODEL_DIR = "{model_dir}/"
+
+
 def _from_model_dir(word: str, home: str) -> str:
     """A word of a node's command: a relative path to a file here is written from the
     model's directory, `home` ({model_dir}/...); any other word as it is."""
     if os.path.isabs(word) or not os.path.exists(word):
         return word
     return MODEL_DIR + os.path.relpath(os.path.abspath(word), home)
-
-
-MODEL_DIR = "{model_dir}/"
 
 
 SHIMS = ("/shims/", "/.volta/bin/")   # pyenv, rbenv, asdf; Volta

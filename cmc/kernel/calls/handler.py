@@ -68,14 +68,22 @@ def unsupported(who, nr: int, args, why: str = "is not supported on a virtual so
     call = who if isinstance(who, Call) else None
     node = (call.proc if call is not None else who).node
     tasks = node.tasks
-    thread = tasks.thread_of(call.pid) if call is not None and (
-        len(tasks.threads) > 1 or tasks.next_proc > 1) else None
+    thread = caller(call) if call is not None else None
     name = NAME.get(nr, f"syscall {nr}")
     shown = ", ".join(str(signed(a)) if i == 0 and first_is_fd else hex(a)
                       for i, a in enumerate(args[:3]))
     by = f"{tasks.who(thread)} " if thread is not None else ""
     raise TargetError(node.where() + f"{by}called {name}({shown}, ...), "
                       f"which {why}")
+
+
+def caller(call):
+    """The thread that made `call`, when messages must name it (its node has more than
+    one thread or process), else None."""
+    tasks = call.proc.node.tasks
+    if len(tasks.threads) > 1 or tasks.next_proc > 1:
+        return tasks.thread_of(call.pid)
+    return None
 
 
 def signed(v: int) -> int:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import errno
 
 from ..linux import procfs
+from ..linux.abi import MADV_WIPEONFORK
 from .answer import CONTINUE, Err, Ret
 
 PAGE = 4096
-MADV_DONTFORK, MADV_WIPEONFORK = 10, 18
 
 
 def sys_madvise(call):

@@ -14,7 +14,7 @@ import struct
 from ..linux import procfs
 from ..linux.abi import CLOCK_SEGV_ACTION, CLOCK_TSC, SIGSEGV, TRAP_PAGE, TRAP_PAGE_SIZE
 from .answer import CONTINUE, Err, Ret
-from .handler import signed
+from .handler import caller, signed
 
 ACTION_SIZE = 32                # handler, flags, restorer, mask (struct kernel_sigaction)
 DEFAULT_ACTION = bytes(ACTION_SIZE)
@@ -60,10 +60,12 @@ SEGV_CODES = {1: "SEGV_MAPERR: nothing mapped there", 2: "SEGV_ACCERR: not allow
 
 def note_fault(call) -> None:
     """The trap's handler, asking for the program's action, passes the signal's
-    siginfo and ucontext: the first fault the kernel made (si_code > 0) in a process is
-    kept, to say where it was if the process dies of it (scheduler, "died of signal")."""
+    siginfo and ucontext: the last fault the kernel made (si_code > 0) in a process is
+    kept, to say where it was if the process dies of it (scheduler, "died of signal";
+    a signal the program's handler sends on, as Node's does, keeps the fault before it).
+    Faults are rare (a JVM search: two), so each is read whole."""
     proc = call.proc
-    if proc.fault is not None or not call.args[2] or not call.args[3]:
+    if not call.args[2] or not call.args[3]:
         return
     info = proc.read(call.args[2], 24)
     ip = proc.read(call.args[3] + 168, 8)            # uc_mcontext.gregs[REG_RIP]
@@ -77,10 +79,8 @@ def note_fault(call) -> None:
     at = procfs.mapping_at(proc.pid, rip)
     where = f" ({at[3]}+{rip - at[0] + at[2]:#x})" if at else ""
     what = SEGV_CODES.get(code, f"si_code {code}")
-    tasks = proc.node.tasks
-    t = tasks.thread_of(call.pid)
-    who = tasks.who(t) + ": " if t is not None and (
-        len(tasks.threads) > 1 or tasks.next_proc > 1) else ""
+    t = caller(call)
+    who = proc.node.tasks.who(t) + ": " if t is not None else ""
     proc.fault = (f"{who}a fault at address {addr:#x} ({what}), instruction at "
                   f"{rip:#x}{where}")
 

@@ -155,7 +155,7 @@ class Process:
         # the program's own action for SIGSEGV (the kernel's is the TSC trap's:
         # calls/tsc.py), as the 32 bytes of a struct kernel_sigaction
         self.segv = parent.segv if parent is not None else bytes(32)
-        self.fault = None               # the first fault its threads met (calls/tsc.py)
+        self.fault = None               # the last fault its threads met (calls/tsc.py)
         # memory it asked to be wiped in a fork (calls/memory.py): not copied
         self.wipes = parent.wipes if parent is not None else False
         if parent is None:
