@@ -30,7 +30,7 @@ from .engine.worlds import Copying, InProcess, Replaying
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
 from .lang import check_binaries, load_model
 from .lang.workloads import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS,  # cmc maelstrom
-                             check_horizon, model_text)
+                             check_horizon, has_phases, model_text)
 from .report.console import make_reporter
 from .report.html import report_from_trace, write_html
 from .report.tlc import TlcReporter
@@ -43,7 +43,8 @@ from .machines import pin_cpu
 DEFAULT_CHANNEL_CAP = 64
 DEFAULT_WALKS = 100
 # `cmc maelstrom`'s workloads, for cli.py (which may not import the language)
-FOR_MAELSTROM = (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, model_text)
+FOR_MAELSTROM = (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, has_phases,
+                 model_text)
 
 
 class Run:
@@ -308,6 +309,9 @@ def recorded_steps(model, args, outcome, workroot: str):
     if not outcome.trace:
         return []
     recorder = ClusterModel(spec_for(model, args), workroot, recording=True, tag="r")
+    # a recording cannot be copied, so a fold that meets a visible FIRE makes the world
+    # again from launch; the behavior's own worlds are where the search's folds stopped
+    recorder.visible_next.update(s.fingerprint for s in outcome.trace)
     try:
         system, steps = replay(recorder, [s.key for s in outcome.trace[1:]],
                                [s.fingerprint for s in outcome.trace], collect=True,

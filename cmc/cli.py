@@ -22,7 +22,8 @@ from . import __version__
 from .adapter import PropertyEvaluationError
 from .check import (DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, check,
                     keep_outputs)
-from .check import BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, model_text
+from .check import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, has_phases,
+                    model_text)
 from .errors import CmcError, ModelError, UsageError
 from .report import json as json_report
 from .report import junit as junit_report
@@ -395,9 +396,14 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
                    "later than the final reads)")
     p.add_argument("--nemesis", metavar="KINDS", help="Maelstrom's faults: partition (a "
                    "lost message, --drop 1 unless given), kill (--crash 1 unless given)")
-    for flag in ("--time-limit", "--rate"):
-        p.add_argument(flag, metavar="X", help="Maelstrom's; cmc takes every order of "
-                       "--ops operations instead (said on stderr)")
+    p.add_argument("--time-limit", type=_count(0), metavar="S", help="seconds of the "
+                   "virtual clock in which faults may happen, as in Maelstrom's time limit "
+                   "(default 3 for broadcast and g-set, 1 for the others)")
+    p.add_argument("--recovery", type=_count(0), metavar="S", help="seconds the nodes have "
+                   "to recover after the time limit, before the final reads (default 10, "
+                   "Maelstrom's)")
+    p.add_argument("--rate", metavar="X", help="Maelstrom's; cmc takes every order of "
+                   "--ops operations instead (said on stderr)")
     ours, rest = p.parse_known_args(argv)
     if ours.workload and ours.w and ours.workload != ours.w:
         p.error(f"two workloads: {ours.workload} and -w {ours.w}")
@@ -415,11 +421,17 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
         flag = "drop" if kind == "partition" else "crash"
         if getattr(ours, flag) is None:
             setattr(ours, flag, 1)
-    for flag in ("time_limit", "rate"):
-        if getattr(ours, flag) is not None:
-            print(f"cmc maelstrom: --{flag.replace('_', '-')} is Maelstrom's way to bound a "
-                  "random test; cmc takes every order of --ops operations instead "
-                  "(docs/maelstrom.md)", file=sys.stderr)
+    if ours.rate is not None:
+        print("cmc maelstrom: --rate is Maelstrom's way to space a random test's "
+              "operations; cmc takes every order of --ops operations instead "
+              "(docs/maelstrom.md)", file=sys.stderr)
+    if not has_phases(ours.workload):
+        for flag in ("time_limit", "recovery"):
+            if getattr(ours, flag) is not None:
+                print(f"cmc maelstrom: --{flag.replace('_', '-')} has nothing to bound in "
+                      f"{ours.workload}, whose network loses nothing and which has no final "
+                      "reads (docs/maelstrom.md)", file=sys.stderr)
+                setattr(ours, flag, None)
     path = ours.write_model or f"maelstrom-{ours.workload}.model"
     home = os.path.dirname(os.path.abspath(path))
     try:
@@ -428,7 +440,8 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
         p.error(f"--bin {ours.bin!r}: {e}")
     if not words:
         p.error("--bin is empty")
-    if ours.horizon is not None and (why := check_horizon(ours.workload, ours.horizon)):
+    if ours.horizon is not None and (why := check_horizon(ours.workload, ours.horizon,
+                                                          ours.time_limit, ours.recovery)):
         p.error(why)
     _warn_if_shim(words[0])
     budgets = {kind: getattr(ours, kind) for kind in BUDGET_FLAGS
@@ -436,7 +449,8 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     command = " ".join(MODEL_DIR + shlex.quote(w[len(MODEL_DIR):]) if w.startswith(MODEL_DIR)
                        else shlex.quote(w) for w in words)
     text = model_text(ours.workload, command, ours.node_count,
-                      ours.ops or DEFAULT_OPS.get(ours.workload, 2), budgets, ours.horizon)
+                      ours.ops or DEFAULT_OPS.get(ours.workload, 2), budgets, ours.horizon,
+                      ours.time_limit, ours.recovery)
     try:
         with open(path, encoding="utf-8") as f:
             there = f.read()

@@ -31,6 +31,7 @@ from cmc.engine.dfs import DepthFirst
 from cmc.engine.model import EngineLimit, Property
 from cmc.engine.pool import WorkerPool
 from cmc.engine.replay import Nondeterminism
+from cmc.engine.shrink import shrink
 from cmc.engine.search import Search
 from cmc.engine.simulate import Walks
 from cmc.engine.worlds import Copying, Replaying
@@ -731,6 +732,18 @@ def test_a_walks_violation_is_shrunk_to_the_fewest_actions():
     assert wandered >= 10
     bfs_outcome, _ = run(bfs, graph(WANDER), [prop])
     assert labels(bfs_outcome) == [None, "go", "on", "end"]
+
+
+def test_shrinking_stops_when_its_time_is_up():
+    """--seconds: shrinking stops when the search's time is up (`until`), with the
+    shortest behavior found by then, and says it is not minimal."""
+    prop = invariant("not_bad", lambda v: v["at"] != "bad")
+    wander = [("loop",), ("back",), ("loop",), ("back",), ("go",), ("on",), ("end",)]
+    assert shrink(graph(WANDER), prop, wander) == ([("go",), ("on",), ("end",)], 12, True)
+    assert shrink(graph(WANDER), prop, wander, lambda: True) == (wander, 0, False)
+    reads = iter(range(100))
+    keys, replays, minimal = shrink(graph(WANDER), prop, wander, lambda: next(reads) >= 2)
+    assert (keys, replays, minimal) == (wander[4:], 2, False)
 
 
 def test_an_action_propertys_violation_is_shrunk_to_its_step():

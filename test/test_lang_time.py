@@ -24,6 +24,12 @@ def test_a_time_line(tmp_path, line, mode, latency, horizon):
     assert (m.time.mode, m.time.latency_ns, m.time.horizon_ns) == (mode, latency, horizon)
 
 
+def test_a_faults_window(tmp_path):
+    m = load(tmp_path, 'node a = "/x"\ntime virtual faults 3s horizon 14s\n')
+    assert (m.time.faults_ns, m.time.horizon_ns) == (3 * 10**9, 14 * 10**9)
+    assert load(tmp_path, 'node a = "/x"\ntime virtual\n').time.faults_ns is None
+
+
 def test_budget_delay_under_virtual_time(tmp_path):
     m = load(tmp_path, 'node a = "/x"\ntime virtual latency 1ms\nbudget delay 2\n')
     assert m.budgets["delay"] == 2
@@ -35,9 +41,10 @@ def test_budget_delay_under_virtual_time(tmp_path):
                           "default: each node's clock moves on its own FIREs) or virtual (one "
                           "clock for the cluster)"),
     ("time async latency 1ms\n", 2, 12, "unexpected latency after time async: only time "
-                                        "virtual takes a latency or a horizon"),
+                                        "virtual takes a latency, a horizon or a faults window"),
     ("time virtual latncy 1ms\n", 2, 14, "unknown time option latncy (did you mean latency?): "
-                                         "time virtual takes latency D and horizon D"),
+                                         "time virtual takes latency D, horizon D and faults D"),
+    ("time virtual faults 1s faults 2s\n", 2, 24, "faults is given twice"),
     ("time virtual latency 1min\n", 2, 22, "unknown unit min: a duration "
                                            "is a whole number of ns, us, ms or s (10ms)"),
     ("time virtual latency 1ms latency 2ms\n", 2, 26, "latency is given twice"),

@@ -6,8 +6,11 @@ every run; a FIRE's label and every state of a trace show the clock; the static 
 dynamic builds agree."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from cmc.kernel.world.clock import count_late
 from conftest import PROGS, counts, run_cmc, without_timestamps
 
 
@@ -193,3 +196,36 @@ def test_a_trace_lists_the_folded_ticks(tmp_path):
     assert folded == [f"/\\ folded = <<{ticks}>>", "/\\ folded = <<>>"]
     plain = run_cmc("--model-file", path, cwd=tmp_path)
     assert "/\\ folded" not in plain.stdout
+
+
+def test_faults_only_within_their_window(tmp_path):
+    """`time virtual faults T`: the budgets' faults are taken only while the clock is
+    before T. With T = 0 a crash budget changes nothing (the same worlds as none); with T
+    past every timer it is the whole budget; with T between a's first wake (300 ms) and
+    b's (500 ms)... 550 ms, a crash comes before the clock reaches 550 ms, never after."""
+    def run(time, budget):
+        r = run_cmc("--model-file", timers(tmp_path, time, budget), cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return counts(r.stdout)
+    none = run("virtual", "")
+    whole = run("virtual", "budget crash 1\n")
+    assert run("virtual faults 0s", "budget crash 1\n") == none
+    assert run("virtual faults 2s", "budget crash 1\n") == whole
+    part = run("virtual faults 550ms", "budget crash 1\n")
+    assert none < part < whole
+    assert (none, part, whole) == ((6, 6, 6), (39, 35, 7), (55, 45, 8))
+
+
+@pytest.mark.parametrize("faults, now, at, late", [
+    (None, 100, 100, 0),    # a timer due at a message's bound may fire before it arrives
+    (None, 100, 150, 1),    # one due past it passes the bound: the message is late
+    (200, 100, 100, 0),     # the same while the faults have not healed
+    (100, 100, 100, 1),     # healed: the message arrives before the timer due at its bound
+    (100, 100, 150, 1),
+    (100, 120, 150, 0),     # its bound is behind the clock: late already, not counted again
+])
+def test_which_messages_a_fire_makes_late(faults, now, at, late):
+    """world/clock.count_late: a message sent at 100 with latency 0, the clock at `now`,
+    a FIRE due at `at`, `time virtual faults` at `faults`."""
+    spec = SimpleNamespace(latency_ns=0, faults_ns=faults)
+    assert count_late([100], now, spec, at) == late

@@ -204,6 +204,7 @@ class Outcome:
     # the replays from launch the shrinking took; None when not shrunk.
     shrunk_from: int | None = None
     shrink_replays: int = 0
+    shrink_stopped: bool = False      # its time (--seconds) was up before it was minimal
     # A walk from a breadth-first search's frontier (--seconds): the depth of the world
     # it started from; with no violation, the seed of the walks (stats.walks: how many).
     walk_from: int | None = None

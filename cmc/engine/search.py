@@ -293,6 +293,15 @@ class Search:
         half = self.seconds / 2 if self.walk_seed is not None else 0
         return self.clock() >= self.deadline - half
 
+    def shrink_until(self):
+        """--seconds: when shrinking a walk's violation stops (a callable saying whether
+        it is time; None: no time): at the search's deadline, but not before a quarter
+        of its seconds has gone to it."""
+        if self.deadline is None:
+            return None
+        end = max(self.deadline, self.clock() + self.seconds / 4)
+        return lambda: self.clock() >= end
+
     def proven(self, why: str) -> Proven:
         """What a breadth-first search has proven so far (Proven): the worlds are
         expanded in order of depth, so every world at a depth below the first one with

@@ -14,7 +14,8 @@ what is kept is a behavior the system has; the engine's counts are not touched.
 
 Only properties checked on one world or one step shrink (invariants, linearizable,
 action properties): a quiescent or an `eventually` violation depends on the walk's
-whole end, and is shown as the walk found it.
+whole end, and is shown as the walk found it. A search with a time (`--seconds`) stops
+shrinking when its time is up and shows the shortest behavior found by then.
 """
 from __future__ import annotations
 
@@ -49,14 +50,21 @@ def violated_by(model: Model, prop: Property, keys: list[tuple]) -> list[tuple] 
         system.close()
 
 
-def shrink(model: Model, prop: Property, keys: list[tuple]) -> tuple[list[tuple], int]:
-    """A 1-minimal sub-sequence of `keys` that still violates `prop` from launch, and
-    how many replays it took. `keys` must violate it."""
+def shrink(model: Model, prop: Property, keys: list[tuple],
+           until=None) -> tuple[list[tuple], int, bool]:
+    """A 1-minimal sub-sequence of `keys` that still violates `prop` from launch, how
+    many replays it took, and whether it is 1-minimal: False when `until()` said the
+    time was up first (the shortest found by then). `keys` must violate it."""
     replays = 0
     n = 2
+
+    def time_up() -> bool:
+        return until is not None and until()
     while len(keys) >= 2:
         chunk = -(-len(keys) // n)
         for start in range(0, len(keys), chunk):
+            if time_up():
+                return keys, replays, False
             candidate = keys[:start] + keys[start + chunk:]
             replays += 1
             found = violated_by(model, prop, candidate)
@@ -74,10 +82,12 @@ def shrink(model: Model, prop: Property, keys: list[tuple]) -> tuple[list[tuple]
         for width in range(1, WINDOW + 1):
             start = 0
             while start + width <= len(keys):
+                if time_up():
+                    return keys, replays, False
                 replays += 1
                 found = violated_by(model, prop, keys[:start] + keys[start + width:])
                 if found is None:
                     start += 1
                 else:
                     keys, shorter = found, True
-    return keys, replays
+    return keys, replays, True

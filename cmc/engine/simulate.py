@@ -249,13 +249,14 @@ class _Walk:
         self.close()
         search = self.search
         keys, fps = list(self.keys), self.fps
-        shrunk_from, replays = None, 0
+        shrunk_from, replays, minimal = None, 0, True
         if prop.kind.checked in SHRINKABLE and len(keys) > 1:
-            small, replays = shrink(search.model, prop, keys)
+            small, replays, minimal = shrink(search.model, prop, keys, search.shrink_until())
             if len(small) < len(keys):
                 shrunk_from, keys, fps = len(keys) + 1, small, None
         return Outcome("violated", search.stats, prop, search.trace(keys, fps),
-                       shrunk_from=shrunk_from, shrink_replays=replays)
+                       shrunk_from=shrunk_from, shrink_replays=replays,
+                       shrink_stopped=not minimal)
 
     def close(self) -> None:
         if self.system is not None:

@@ -66,6 +66,7 @@ class ClusterSpec:
     time: str = "async"     # or virtual: one clock for the cluster (docs/model-file.md)
     latency_ns: int = 0     # time virtual: how long after it was sent a message may arrive
     horizon_ns: int = 60 * 10**9   # time virtual: the clock never passes it
+    faults_ns: int | None = None   # time virtual: no fault once the clock is here (None: never)
     trace_ticks: bool = False      # the adapter's: views list the FIREs folded (--trace-ticks)
     cpus: int = 2           # the machine every node sees (calls/machine.py)
     memory: int = 4 << 30
@@ -215,11 +216,23 @@ class Cluster:
                 if node.tasks.try_wake():
                     progress = True
 
+    FAULTS = ("crash", "drop", "dup", "delay")
+
+    def spendable(self) -> dict:
+        """The budgets an action may spend now: all that is left, but under `time virtual
+        faults T` no fault once the clock has reached T (the faults have healed, as
+        Maelstrom's nemesis heals at the end of its time limit)."""
+        until = self.spec.faults_ns
+        if until is None or self.net.clock < until:
+            return self.budgets
+        return {kind: 0 if kind in self.FAULTS else left for kind, left in self.budgets.items()}
+
     def actions(self) -> list[Action]:
         """The enabled actions of the environment, in a fixed order: deliveries,
         drops, duplicates (within their budgets), timeouts, crashes; a network of
         another kind puts its own among them (Network.actions)."""
-        out: list[Action] = self.net.own_actions(self.budgets)
+        budgets = self.spendable()
+        out: list[Action] = self.net.own_actions(budgets)
         conns = self.net.keyed()
         bag = self.net.bag
 
@@ -238,7 +251,7 @@ class Cluster:
             each_message("DELIVER", key, conn)
         dgrams = self.net.dgram_groups()
         each_dgram("DELIVER")
-        if self.budgets.get("drop", 0) > 0:
+        if budgets.get("drop", 0) > 0:
             for key, conn in conns:
                 if not conn.in_flight():
                     continue
@@ -247,22 +260,22 @@ class Cluster:
                 else:
                     out.append(ResetChannel(key, *self.net.chan_names(conn, 0)))
             each_dgram("DROP")
-        if bag and self.budgets.get("dup", 0) > 0:
+        if bag and budgets.get("dup", 0) > 0:
             for key, conn in conns:
                 if conn.established:
                     each_message("DUP", key, conn, only_data=True)
             each_dgram("DUP")
-        fire = self.budgets.get("fire")
+        fire = budgets.get("fire")
         if self.virtual:
             if fire is None or fire > 0:
-                out += clock.next_fire(self)
+                out += clock.next_fire(self, budgets)
         elif fire is None or fire > 0:
             for node in self.nodes:
                 timed = [t for t in node.tasks.blocked() if t.block.timeout_ns] if node.alive else []
                 for t in timed:          # one FIRE per blocked thread
                     out.append(Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.tag,
                                     **node.tasks.fire_names(t, len(timed) > 1)))
-        if self.budgets.get("crash", 0) > 0:
+        if budgets.get("crash", 0) > 0:
             for node in self.nodes:
                 if not node.alive:
                     continue
@@ -272,7 +285,7 @@ class Cluster:
                 else:                           # fsync partial: j of the k reached disk
                     out += [Crash(node.index, node.name, j, k) for j in range(k + 1)]
         if self.net.starts:                     # its clients' starts (time virtual)
-            out = self.net.with_starts(out, self.budgets)
+            out = self.net.with_starts(out, budgets)
         return out
 
     def apply(self, key: tuple) -> Action:
@@ -344,10 +357,11 @@ class Cluster:
         flight, and the one FIRE due is a node's), else None."""
         if not self.virtual or self.net.in_flight_sent():
             return None
-        fire = self.budgets.get("fire")
-        due = clock.next_fire(self) if fire is None or fire > 0 else []
+        budgets = self.spendable()
+        fire = budgets.get("fire")
+        due = clock.next_fire(self, budgets) if fire is None or fire > 0 else []
         return self.net.foldable(due[0] if due and isinstance(due[0], Fire) else None,
-                                 self.budgets)
+                                 budgets)
 
     def fold(self, action: Fire) -> bool:
         """Take FIRE `action` as part of the step before, its node stopping at its first

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ..errors import TargetError
 from .cluster import Cluster
+from .world import clock
 from .world.actions import ClientStart
 from .world.net import DATA, Connection, Endpoint, Network, Owner, Sock
 from .world.services import Services, compact_json
@@ -279,8 +280,7 @@ class MaelstromNetwork(Network):
         spec = self.setting.spec
         if at > spec.horizon_ns:
             return None
-        late = sum(1 for sent in self.in_flight_sent()
-                   if self.clock <= sent + spec.latency_ns < at)
+        late = clock.count_late(self.in_flight_sent(), self.clock, spec, max(at, self.clock))
         if late > budgets.get("delay", 0):
             return None
         return ClientStart(client.spec.name, max(at, self.clock))

@@ -215,11 +215,13 @@ class Property:
 class TimeDecl:
     """A model's `time` line (docs/model-file.md, "`time async` | `time virtual`"):
     each node's clock moves on its own FIREs (async, the default), or the cluster has
-    one clock (virtual), a message may arrive up to `latency_ns` after it was sent, and
-    the clock never passes `horizon_ns` after launch."""
+    one clock (virtual), a message may arrive up to `latency_ns` after it was sent,
+    the clock never passes `horizon_ns` after launch, and faults are taken only while
+    it is before `faults_ns` (None: all the time)."""
     mode: str = "async"
     latency_ns: int = 0
     horizon_ns: int = 60 * 10**9
+    faults_ns: int | None = None
 
     @property
     def virtual(self) -> bool:

@@ -82,7 +82,7 @@ def _disk(stmt: DiskStmt) -> str:
 
 # Units of a duration in a `time` line, in nanoseconds.
 UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
-TIME_OPTIONS = ("latency", "horizon")
+TIME_OPTIONS = ("latency", "horizon", "faults")
 
 
 def _time(stmt: TimeStmt) -> TimeDecl:
@@ -96,16 +96,17 @@ def _time(stmt: TimeStmt) -> TimeDecl:
     for name, name_loc, number, unit, value_loc in stmt.options:
         if stmt.kind != "virtual":
             raise error_at(name_loc, f"unexpected {name} after time async: only time virtual "
-                           "takes a latency or a horizon")
+                           "takes a latency, a horizon or a faults window")
         if name not in TIME_OPTIONS:
             raise error_at(name_loc, f"unknown time option {name}{_suggest(name, TIME_OPTIONS)}: "
-                           "time virtual takes latency D and horizon D")
+                           "time virtual takes latency D, horizon D and faults D")
         if name in values:
             raise error_at(name_loc, f"{name} is given twice")
         values[name] = _duration(number, unit, value_loc)
     if values.get("horizon") == 0:
         raise error_at(stmt.kind_loc, "a horizon of 0 leaves no time to run: give one > 0")
-    return TimeDecl(stmt.kind, values.get("latency", 0), values.get("horizon", 60 * 10**9))
+    return TimeDecl(stmt.kind, values.get("latency", 0), values.get("horizon", 60 * 10**9),
+                    values.get("faults"))
 
 
 MACHINE_ITEMS = ("cpus", "memory", "pids")

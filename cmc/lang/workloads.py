@@ -3,10 +3,11 @@ text `cmc maelstrom WORKLOAD --bin CMD` checks, which `--write-model` keeps to e
 
 Each workload is client lines and properties over `replies`, small by default (two
 nodes, two operations, one for broadcast and g-set): a search grows with every message
-in flight. Operation i goes
-to node i mod N. Where messages go between the nodes, the model lets the network lose
-one (`budget drop 1`) and runs under `time virtual`, so that a node's resend timer fires
-once the network has done what it will, and the final reads come after that (`after`).
+in flight. Operation i goes to node i mod N. Where messages go between the nodes, the
+model lets the network lose one (`budget drop 1`) and runs under `time virtual` in
+Maelstrom's phases: faults only within the time limit (`time virtual faults T`), then
+Maelstrom's recovery time for the nodes' timers to mend what the faults did, then the
+final reads (`after T + R`).
 """
 from __future__ import annotations
 
@@ -30,11 +31,18 @@ def _body(**fields) -> str:
 
 
 # Where messages go between the nodes (or to a service), by default one may be lost
-# (`budget drop 1`), and the final reads come `after` this long under `time virtual`
-# (its horizon, where not the default minute).
-_READS_AFTER_S = {"broadcast": 3, "g-set": 3, "g-counter": 1, "pn-counter": 1, "lin-kv": 1}
-_HORIZON = {"broadcast": "4s", "g-set": "4s"}
+# (`budget drop 1`) within the time limit, by default this many seconds of the virtual
+# clock (Maelstrom's --time-limit); then the nodes have RECOVERY_S to recover, as
+# Maelstrom gives them ("Waiting for recovery...", core.clj), before the final reads;
+# virtual time ends a second after those.
+_TIME_LIMIT_S = {"broadcast": 3, "g-set": 3, "g-counter": 1, "pn-counter": 1, "lin-kv": 1}
+RECOVERY_S = 10
 BUDGET_FLAGS = ("crash", "drop", "dup")
+
+
+def has_phases(workload: str) -> bool:
+    """Whether `workload`'s model has a time limit and final reads."""
+    return workload in _TIME_LIMIT_S
 
 
 def horizon_ns(text: str) -> int | None:
@@ -46,43 +54,62 @@ def horizon_ns(text: str) -> int | None:
     return int(digits) * UNITS[unit]
 
 
-def check_horizon(workload: str, text: str) -> str | None:
+def _reads_at(workload: str, time_limit: int | None, recovery: int | None) -> int:
+    """When the final reads of `workload` go, in seconds of the virtual clock."""
+    limit = _TIME_LIMIT_S[workload] if time_limit is None else time_limit
+    return limit + (RECOVERY_S if recovery is None else recovery)
+
+
+def check_horizon(workload: str, text: str, time_limit: int | None = None,
+                  recovery: int | None = None) -> str | None:
     """Why `text` is no horizon for `workload`'s model (None: it is one)."""
     ns = horizon_ns(text)
     if ns is None:
         return f"--horizon {text}: a duration > 0 such as 4s or 2500ms (units ns, us, ms, s)"
-    after = _READS_AFTER_S.get(workload)
-    if after is not None and ns <= after * 10**9:
-        return (f"--horizon {text}: the final reads of {workload} come after {after}s, so the "
-                f"horizon must be later than that")
+    if has_phases(workload):
+        after = _reads_at(workload, time_limit, recovery)
+        if ns <= after * 10**9:
+            return (f"--horizon {text}: the final reads of {workload} come after {after}s "
+                    "(the time limit and the recovery time), so the horizon must be later "
+                    "than that")
     return None
 
 
-def _settings(workload: str, budgets: dict[str, int], horizon: str | None) -> list[str]:
+def _settings(workload: str, budgets: dict[str, int], horizon: str | None,
+              time_limit: int | None, recovery: int | None) -> list[str]:
     """The service, time and budget lines: the workload's defaults, `budgets` (kind ->
-    units, 0 for none) and `horizon` (a duration's text) over them."""
+    units, 0 for none), `horizon` (a duration's text), `time_limit` and `recovery`
+    (seconds) over them."""
     lines = ["service seq-kv"] if workload in ("g-counter", "pn-counter") else []
-    horizon = horizon or _HORIZON.get(workload)
-    if workload in _READS_AFTER_S or horizon:
-        lines.append("time virtual" + (f" horizon {horizon}" if horizon else ""))
-    spent = {**({"drop": 1} if workload in _READS_AFTER_S else {}), **budgets}
+    if has_phases(workload):
+        limit = _TIME_LIMIT_S[workload] if time_limit is None else time_limit
+        horizon = horizon or f"{_reads_at(workload, time_limit, recovery) + 1}s"
+        lines.append(f"time virtual faults {limit}s horizon {horizon}")
+    elif horizon:
+        lines.append(f"time virtual horizon {horizon}")
+    spent = {**({"drop": 1} if has_phases(workload) else {}), **budgets}
     lines += [f"budget {kind} {spent[kind]}" for kind in BUDGET_FLAGS if spent.get(kind)]
     return lines + [""] if lines else []
 
 
 def model_text(workload: str, command: str, nodes: int, ops: int,
-               budgets: dict[str, int] | None = None, horizon: str | None = None) -> str:
+               budgets: dict[str, int] | None = None, horizon: str | None = None,
+               time_limit: int | None = None, recovery: int | None = None) -> str:
     """The model of `workload` over `nodes` copies of `command`, with `ops` operations;
-    `budgets` and `horizon` as `cmc maelstrom`'s --crash/--drop/--dup and --horizon give
-    them (over the workload's defaults)."""
+    `budgets`, `horizon`, `time_limit` and `recovery` as `cmc maelstrom`'s
+    --crash/--drop/--dup, --horizon, --time-limit and --recovery give them (over the
+    workload's defaults)."""
     names = [f"n{i + 1}" for i in range(nodes)]
     flags = "".join(f" --{kind} {n}" for kind, n in (budgets or {}).items())
     flags += f" --horizon {horizon}" if horizon else ""
+    flags += f" --time-limit {time_limit}" if time_limit is not None else ""
+    flags += f" --recovery {recovery}" if recovery is not None else ""
+    reads = (_reads_at(workload, time_limit, recovery),) if has_phases(workload) else ()
     head = [f"# cmc maelstrom {workload} --bin {shlex.quote(command)} --node-count {nodes} "
             f"--ops {ops}{flags}",
             "# (docs/maelstrom.md; edit it and run cmc --model-file on it)"]
     head += [f"node {n} = maelstrom {json.dumps(command)}" for n in names]
-    head += [""] + _settings(workload, budgets or {}, horizon)
+    head += [""] + _settings(workload, budgets or {}, horizon, time_limit, recovery)
     to = [names[i % nodes] for i in range(ops)]       # the node of operation i
     if workload == "echo":
         lines = [f"client c{i + 1} -> {to[i]}: "
@@ -97,17 +124,20 @@ def model_text(workload: str, command: str, nodes: int, ops: int,
                   "a.body.id != b.body.id",
                   f"quiescent all_answered: len(replies) == {ops}"]
     elif workload in ("broadcast", "g-set"):
-        lines = _sets(workload, names, to, ops)
+        lines = _sets(workload, names, to, ops, *reads)
     elif workload in ("g-counter", "pn-counter"):
-        lines = _counters(workload, names, to, ops)
+        lines = _counters(workload, names, to, ops, *reads)
     elif workload == "lin-kv":
-        lines = _lin_kv(names, to, ops)
+        lines = _lin_kv(names, to, ops, *reads)
     else:
         raise ValueError(workload)
     return "\n".join(head + lines) + "\n"
 
 
-def _sets(workload: str, names: list[str], to: list[str], ops: int) -> list[str]:
+_FINAL = "# the final reads: after the time limit, its faults healed, and the recovery time"
+
+
+def _sets(workload: str, names: list[str], to: list[str], ops: int, at: int) -> list[str]:
     """broadcast and g-set: every value acknowledged is in every final read. A node's
     client sends broadcast's topology first (a full mesh), then that node's values."""
     add, field, listed = (("broadcast", "message", "messages") if workload == "broadcast"
@@ -119,8 +149,8 @@ def _sets(workload: str, names: list[str], to: list[str], ops: int) -> list[str]
         bodies += [_body(**{"type": add, field: i + 1}) for i in range(ops) if to[i] == n]
         if bodies:
             lines.append(f"client c{k + 1} -> {n}: " + ", ".join(bodies))
-    lines.append("# the final reads, once a resend has had time")
-    lines += [f"client r{k + 1} after {_READS_AFTER_S[workload]}s -> {n}: {_body(type='read')}"
+    lines.append(_FINAL)
+    lines += [f"client r{k + 1} after {at}s -> {n}: {_body(type='read')}"
               for k, n in enumerate(names)]
     lines += ["", "invariant final_reads_have_every_ack:",
               '    all r in replies: r.req.type == "read" =>',
@@ -130,14 +160,15 @@ def _sets(workload: str, names: list[str], to: list[str], ops: int) -> list[str]
     return lines
 
 
-def _counters(workload: str, names: list[str], to: list[str], ops: int) -> list[str]:
+def _counters(workload: str, names: list[str], to: list[str], ops: int,
+              at: int) -> list[str]:
     """g-counter and pn-counter over seq-kv: once every add was acknowledged, a final
     read is their sum. One client per add (the language has no sum over a filter)."""
     deltas = [-(i + 1) if workload == "pn-counter" and i % 2 else i + 1 for i in range(ops)]
     lines = [f"client c{i + 1} -> {to[i]}: {_body(type='add', delta=deltas[i])}"
               for i in range(ops)]
-    lines.append("# the final reads, once every add is done")
-    lines += [f"client r{k + 1} after {_READS_AFTER_S[workload]}s -> {n}: {_body(type='read')}"
+    lines.append(_FINAL)
+    lines += [f"client r{k + 1} after {at}s -> {n}: {_body(type='read')}"
               for k, n in enumerate(names)]
     lines += ["", "invariant final_reads_count_every_ack:",
               '    all r in replies: r.req.type == "read" =>']
@@ -147,7 +178,7 @@ def _counters(workload: str, names: list[str], to: list[str], ops: int) -> list[
     return lines
 
 
-def _lin_kv(names: list[str], to: list[str], ops: int) -> list[str]:
+def _lin_kv(names: list[str], to: list[str], ops: int, at: int) -> list[str]:
     """lin-kv: one key; operation i writes i + 1, reads, or compare-and-sets what the
     write before it wrote, in turn; a final read on every node; the history must be
     linearizable."""
@@ -160,8 +191,8 @@ def _lin_kv(names: list[str], to: list[str], ops: int) -> list[str]:
         else:
             body = _body(type="cas", key=0, **{"from": i - 1, "to": i + 1})
         lines.append(f"client c{i + 1} -> {to[i]}: {body}")
-    lines.append("# the final reads, once every operation is done")
-    lines += [f"client r{k + 1} after {_READS_AFTER_S['lin-kv']}s -> {n}: "
+    lines.append(_FINAL)
+    lines += [f"client r{k + 1} after {at}s -> {n}: "
               f"{_body(type='read', key=0)}"
               for k, n in enumerate(names)]
     lines += ["", "linearizable kv_is_linearizable"]

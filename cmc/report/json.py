@@ -96,7 +96,8 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         data["walks"] = {"seed": outcome.walk_seed,
                          "walks_done": st.walks, "failing_walk": outcome.walk,
                          "failing_walk_seed": outcome.seed, "from_depth": outcome.walk_from,
-                         "walk_states": outcome.shrunk_from or len(outcome.trace) or None}
+                         "walk_states": outcome.shrunk_from or len(outcome.trace) or None,
+                         "shrink_stopped": outcome.shrink_stopped}
     if data["simulation"] is not None:
         data["simulation"]["swarm"] = outcome.swarm or None
         data["simulation"]["walks_done"] = st.walks
@@ -111,6 +112,8 @@ def _world(view: dict) -> dict:
     out = {"nodes": list(names)}
     for part in ("node", "volatile", "durable", "alive", "crashes", "network", "replies"):
         out[part] = view.get(part)
+    if "clock_ns" in view:                  # time virtual
+        out["clock_ns"] = view["clock_ns"]
     return out
 
 

@@ -254,9 +254,11 @@ class TlcReporter:
                          f"{outcome.walk} (seed {outcome.seed}); run it alone with "
                          f"--simulate{swarm} --seed {outcome.seed} --walks 1.")
             if outcome.shrunk_from is not None:
+                stopped = ("; the time (--seconds) was up before it could be shrunk "
+                           "further" if outcome.shrink_stopped else "")
                 self.say(f"The walk's behavior had {outcome.shrunk_from} states; shrunk to "
                          f"{len(outcome.trace)} by dropping actions ({outcome.shrink_replays} "
-                         "replays from launch).")
+                         f"replays from launch{stopped}).")
         if self.simulation:
             self.say(f"The number of states generated: {st.generated}")
             self.say(f"Simulation using seed {self.seed} and aril 0")

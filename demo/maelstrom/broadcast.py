@@ -5,12 +5,14 @@ A node keeps the values it has seen; a new one it gossips to every other node, a
 until a node acknowledges it, sends it again every second.
 
 --bug: the gossip is sent once and never again: a lost message loses the value for
-that node (a broadcast that does not retry after a DROP)."""
+that node (a broadcast that does not retry after a DROP).
+--every S: resend every S seconds instead (a correct node, slow to mend a loss)."""
 import sys
 
 from msgloop import Node
 
 BUG = "--bug" in sys.argv[1:]
+EVERY = float(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 1.0
 node = Node()
 values = set()
 unacked = {}        # (peer, value) -> True while the peer has not acknowledged it
@@ -61,5 +63,5 @@ def resend():
         gossip(peer, value)
 
 
-node.every(1.0, resend)
+node.every(EVERY, resend)
 node.run()

@@ -24,12 +24,12 @@ def waits(cluster) -> list[tuple]:
     return out
 
 
-def next_fire(cluster) -> list[Fire | ClientStart]:
+def next_fire(cluster, budgets: dict) -> list[Fire | ClientStart]:
     """The one FIRE time virtual enables: the earliest deadline's (node order, then
     thread order, among equal ones; a client waiting to start after the nodes), when
     the clock may reach it: not past the horizon, and not past a message's latency
     bound (sent + latency) unless the delay budget pays for each message it would
-    pass."""
+    pass (`budgets`: what the cluster may spend now)."""
     due = waits(cluster)
     due += [(c.spec.after_ns, len(cluster.nodes) + i, 0, c, None)
             for i, c in enumerate(cluster.clients) if c.waiting]
@@ -40,14 +40,24 @@ def next_fire(cluster) -> list[Fire | ClientStart]:
     if at > spec.horizon_ns:
         return []
     now = net.clock
-    late = sum(1 for sent in net.in_flight_sent() if now <= sent + spec.latency_ns < at)
-    if late > cluster.budgets.get("delay", 0):
+    late = count_late(net.in_flight_sent(), now, spec, max(at, now))
+    if late > budgets.get("delay", 0):
         return []
     if t is None:                                 # a client's start
         return [ClientStart(node.name, max(at, now))]
     several = sum(1 for w in due if w[3] is node) > 1
     return [Fire(node.index, node.name, t.block.what, t.block.timeout_ns, t.tag,
                  at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
+
+
+def count_late(sent_times, now: int, spec, at: int) -> int:
+    """How many of the messages in flight (sent at `sent_times`) the clock passes the
+    latency bound of, moving from `now` to `at`. Once the faults have healed (`time
+    virtual faults T`, the clock at T or later) a message also arrives before what is
+    due at its bound: the healed network is never late, nor on time by a tie."""
+    healed = spec.faults_ns is not None and now >= spec.faults_ns
+    bounds = [sent + spec.latency_ns for sent in sent_times]
+    return sum(1 for b in bounds if now <= b and (b < at or healed and b == at))
 
 
 def advance(cluster, ns: int) -> None:

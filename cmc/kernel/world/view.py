@@ -81,7 +81,12 @@ def world(cluster) -> tuple:
     clients = [(c.name, c.next_req, c.finished, bytes(c.linebuf))
                + ((c.spec.after_ns - net.clock,) if c.waiting else ())
                for c in cluster.clients]
-    budgets = sorted(cluster.budgets.items(), key=lambda kv: kv[0])
+    # the budgets still to be spent; under `time virtual faults T`, while a fault is
+    # left to spend, the time left to T (after T none is left)
+    spendable = cluster.spendable()
+    budgets = sorted(spendable.items(), key=lambda kv: kv[0])
+    if spec.faults_ns is not None and any(spendable.get(k) for k in cluster.FAULTS):
+        budgets.append(("faults for", spec.faults_ns - net.clock))
     return (tuple(nodes), tuple(conns), dgrams, udp, tuple(listeners), tuple(clients),
             tuple(budgets), canon(cluster.ledger.replies))
 
