@@ -42,7 +42,7 @@ from .machines import pin_cpu
 
 DEFAULT_CHANNEL_CAP = 64
 DEFAULT_WALKS = 100
-# `cmc maelstrom`'s workloads, for cli.py (which may not import the language)
+# `cmc maelstrom`'s workloads, for maelstrom_cmd.py (which may not import the language)
 FOR_MAELSTROM = (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, has_phases,
                  model_text)
 
@@ -143,7 +143,7 @@ def check(args, run: Run) -> Outcome:
         return replay_trace(args, run, model, trace)
     model = _load(args, run, args.model_file)
     if args.out:
-        run.out_dir = new_out_dir(args.out, model)
+        run.out_dir = new_out_dir(args.out, model, args.out_test)
     live_steps = DEFAULT_LIVE_STEPS if args.live_steps is None else args.live_steps
     props = engine_properties(model)
     if args.simulate:
@@ -241,10 +241,11 @@ def _end_run(system_model, scratch: Scratch, first=None) -> None:
             scratch.remove()
 
 
-def new_out_dir(parent: str, model) -> str:
-    """--out: a new directory for this run, PARENT/MODEL/TIME (Maelstrom's store/ layout:
-    a folder per test, one per run, newest as `latest`)."""
-    stem = os.path.splitext(os.path.basename(model.path))[0]
+def new_out_dir(parent: str, model, test: str | None = None) -> str:
+    """--out: a new directory for this run, PARENT/TEST/TIME, TEST the model's name
+    unless given (cmc maelstrom: the workload), as in Maelstrom's store/: a folder per
+    test, one per run, newest as `latest`."""
+    stem = test or os.path.splitext(os.path.basename(model.path))[0]
     base = os.path.join(parent, stem)
     os.makedirs(base, exist_ok=True)
     name = time.strftime("%Y%m%dT%H%M%S")
@@ -328,7 +329,11 @@ def write_report_page(path: str, model, outcome, steps, reporter) -> None:
         f"The behavior no longer violates {prop.kind} {prop.name}."
     report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind.value,
                                prop_name=prop.name, message=message, steps=steps,
-                               clients=[c.name for c in model.clients],
+                               clients=[c.name for c in model.clients] + [
+                                   c.name for c in (model.maelstrom.clients
+                                                    if model.maelstrom else ())],
+                               services=list(model.maelstrom.services
+                                             if model.maelstrom else ()),
                                verdict=outcome.verdict,
                                history=prop.detail(steps[-1].view)
                                if prop.detail is not None and steps else None)

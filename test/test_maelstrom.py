@@ -378,7 +378,7 @@ def test_maelstroms_own_spelling_as_a_first_command(tmp_path):
     model = (tmp_path / "maelstrom-echo.model").read_text()
     assert f'node n1 = maelstrom "{sys.executable} {{model_dir}}/echo.py"' in model
     # the run's outputs, as Maelstrom keeps them: store/TEST/TIME, store/TEST/latest
-    kept = tmp_path / "store" / "maelstrom-echo" / "latest"
+    kept = tmp_path / "store" / "echo" / "latest"
     assert json.loads((kept / "report.json").read_text())["verdict"] == "ok"
     assert sorted(p.name for p in (kept / "nodes").iterdir()) == ["n1.stderr", "n1.stdout"]
 
@@ -404,7 +404,7 @@ def test_the_maelstrom_command_keeps_an_edited_model(tmp_path):
     ("partition", ["budget drop 1"]), ("kill", ["budget crash 1"]),
     ("partition,kill", ["budget crash 1", "budget drop 1"])])
 def test_maelstroms_nemesis_is_a_budget(nemesis, lines, tmp_path):
-    from cmc.cli import maelstrom_argv
+    from cmc.maelstrom_cmd import maelstrom_argv
     maelstrom_argv(["test", "-w", "unique-ids", "--bin", "./node", "--nemesis", nemesis,
                     "--write-model", str(tmp_path / "m.model")])
     text = (tmp_path / "m.model").read_text()
@@ -412,7 +412,7 @@ def test_maelstroms_nemesis_is_a_budget(nemesis, lines, tmp_path):
 
 
 def test_a_version_managers_shim_is_named(capsys):
-    from cmc.cli import _warn_if_shim
+    from cmc.maelstrom_cmd import _warn_if_shim
     _warn_if_shim("/home/u/.pyenv/shims/python3")
     _warn_if_shim(sys.executable if "/shims/" not in sys.executable else "/bin/sh")
     err = capsys.readouterr().err
@@ -611,7 +611,7 @@ def test_a_violation_is_one_maelstrom_could_give(tmp_path):
     r = run_cmc("maelstrom", "broadcast", "--bin", f"python3 {DEMO / 'broadcast.py'} --bug",
                 "--time-limit", "2", "--recovery", "5", "--crash", "1", cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
-    report = json.loads((tmp_path / "store" / "maelstrom-broadcast" / "latest" /
+    report = json.loads((tmp_path / "store" / "broadcast" / "latest" /
                          "report.json").read_text())
     # each step with the clock of the world it was taken in (the world after it may be
     # later: the idle ticks folded into the step)
@@ -629,7 +629,7 @@ def test_a_violation_is_one_maelstrom_could_give(tmp_path):
     (["--time-limit", "-1"], "argument --time-limit: must be at least 0, got -1"),
 ])
 def test_the_maelstrom_timing_flags_are_checked(flags, message, tmp_path):
-    from cmc.cli import maelstrom_argv
+    from cmc.maelstrom_cmd import maelstrom_argv
     from cmc.errors import UsageError
     with pytest.raises(UsageError, match=re.escape(message)):
         maelstrom_argv(["broadcast", "--bin", "./node", "--write-model",

@@ -4,7 +4,9 @@ nothing fetched) and, in a real headless Chromium, on the durlog-bug counterexam
 produced by running the real program."""
 from __future__ import annotations
 
+import html
 import html.parser
+import json
 import io
 import os
 import re
@@ -365,3 +367,32 @@ def test_cli_html_option_draws_the_counterexample(tmp_path):
                 cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "primary: acked 7" in again.read_text()
+
+
+def test_maelstrom_messages_by_their_body():
+    """A Maelstrom run's page: a letter's arrow says its body's type and fields (not the
+    escaped envelope), its tooltip and the panel the body as indented JSON; a reply is
+    named by its body's type; the Maelstrom clients head their lifelines as clients and
+    a service as a service."""
+    gossip = {"src": "n1", "dest": "n2", "body": {"type": "gossip", "message": 1, "msg_id": 4}}
+    letter = json.dumps(gossip)
+    ack = {"client": "c1", "node": 0, "index": 0, "req": {"type": "broadcast", "message": 1},
+           "body": {"type": "broadcast_ok", "in_reply_to": 1}}
+    view = dict(world(replies=[ack]), network=[
+        {"src": "n1", "dst": "n2", "kind": "MSG", "data": letter, "body": gossip["body"]}])
+    steps = [{"label": None, "action": None, "view": world(), "output": {}},
+             {"label": 'DELIVER n1 -> n2 {"type":"gossip","message":1,"msg_id":4}',
+              "action": {"kind": "DELIVER", "src": "n1", "dst": "n2", "data": letter,
+                         "msg": "MSG"}, "view": view, "output": {}}]
+    page = render({"model": "b.model", "property": {"kind": "invariant", "name": "p"},
+                   "verdict": "violated", "message": "m", "nodes": ["n1", "n2"],
+                   "clients": ["c1"], "services": ["seq-kv"], "steps": steps})
+    row = rows(page)[1]
+    assert re.search(r'>gossip {&quot;message&quot;:1,&quot;m[^<]*</text>', row)
+    assert "broadcast_ok {&quot;in_reply_to&quot;:1}</text>" in row
+    assert "&quot;src&quot;" not in row                     # no envelope on the arrow
+    assert html.unescape(re.search(r"<title>DELIVER (.*?)</title>", row, re.S).group(1)) == \
+        json.dumps(gossip["body"], indent=2)
+    assert re.findall(r'class="role" x="[0-9.]+" y="50">([^<]*)<', page) == [
+        "node", "node", "client", "service"]
+    assert html.escape(json.dumps(ack["body"], indent=2), quote=True) in page

@@ -17,7 +17,10 @@ import html
 import json
 import re
 
+from . import page
+
 CONTROL = ("CONNECT", "FIN", "RST")
+ROLE_SHOWN = {"other": "peer"}   # a lifeline's role under its name
 GUTTER, COLUMN, LANE, PAD, HEAD = 150, 180, 30, 8, 58   # chart geometry, in px
 OPS_LANE = 170       # the history timeline: one lane per client, right of the lifelines
 CHAR_PX = 7.2        # width of a character of the 12px monospace font, to truncate labels
@@ -35,24 +38,47 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 def report_from_trace(*, model: str, prop_kind: str, prop_name: str, message: str,
                       steps, clients: list[str], verdict: str = "violated",
-                      history: list[dict] | None = None) -> dict:
+                      history: list[dict] | None = None, services: list[str] = ()) -> dict:
     """The dict `write_html` takes, from the engine's behavior: `steps` are Steps
     (`.action`, whose `fields` the page draws, `.view`, `.output`) as `engine.replay.replay(..., collect=True,
     observe=lambda s: s.drain())` returns them, so `.output` is each node's calls and
     output of that step (None when not recorded). `clients` are the model's client
-    names, in declaration order. `history` is a linearizable property's history at the
-    last step (cmc/lang/history.py's rows), drawn as a timeline beside the chart."""
+    names, in declaration order (a Maelstrom model's too); `services` Maelstrom's
+    services the model names (seq-kv ...). `history` is a linearizable property's history
+    at the last step (cmc/lang/history.py's rows), drawn as a timeline beside the chart."""
     steps = list(steps)
     nodes = list(steps[0].view.get("node_names", [])) if steps else []
     return {
         "model": model, "property": {"kind": prop_kind, "name": prop_name},
         "verdict": verdict, "message": message, "nodes": nodes, "clients": list(clients),
+        "services": list(services),
         "steps": [{"label": s.label, "action": s.action.fields if s.action else None,
                    "view": s.view,
                    "output": s.output if isinstance(s.output, dict) else {}}
                   for s in steps],
         "history": list(history) if history is not None else None,
     }
+
+
+def maelstrom_body(data: str, msg: str | None) -> dict | None:
+    """A Maelstrom message's body: of a letter's line (`msg` MSG, the envelope) or of a
+    reply (`msg` BODY, the body itself); None when `data` is neither."""
+    if msg not in ("MSG", "BODY"):
+        return None
+    try:
+        body = json.loads(data)
+        body = body.get("body") if msg == "MSG" else body
+    except (ValueError, AttributeError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def body_label(body: dict) -> str:
+    """A Maelstrom body as the chart writes it on an arrow: its type, then the other
+    fields as compact JSON (`gossip {"message":1,"msg_id":1}`)."""
+    rest = {k: v for k, v in body.items() if k != "type"}
+    kind = str(body.get("type", ""))
+    return f"{kind} {json.dumps(rest, separators=(',', ':'))}" if rest else kind
 
 
 def show_bytes(data: str) -> str:
@@ -121,6 +147,7 @@ def lifelines(report: dict) -> list[tuple[str, str]]:
     action names (a UDP peer that is not in the model, say)."""
     cols = [(n, "node") for n in report.get("nodes", [])]
     cols += [(c, "client") for c in report.get("clients", [])]
+    cols += [(s, "service") for s in report.get("services", [])]
     known = {n for n, _ in cols}
     for s in report.get("steps") or []:
         a = s.get("action") or {}
@@ -135,6 +162,17 @@ def new_replies(steps: list[dict], i: int) -> list[dict]:
     """The replies emitted during step i: those whose index the previous world lacks."""
     before = {r.get("index") for r in (steps[i - 1]["view"].get("replies") or [])} if i else set()
     return [r for r in (steps[i]["view"].get("replies") or []) if r.get("index") not in before]
+
+
+def reply_event(report: dict, r: dict) -> dict:
+    """A reply drawn as an arrow from its node to its client: a Maelstrom reply by its
+    body, any other by the line the node sent."""
+    body = r.get("body")
+    if isinstance(body, dict) and "raw" not in r:
+        return {"kind": "REPLY", "src": reply_node(report, r), "dst": r.get("client"),
+                "data": json.dumps(body), "msg": "BODY"}
+    return {"kind": "REPLY", "src": reply_node(report, r), "dst": r.get("client"),
+            "data": str(r.get("raw", "")), "msg": "DATA"}
 
 
 def reply_node(report: dict, r: dict) -> str:
@@ -167,7 +205,7 @@ class Chart:
             x = self.x[name]
             out.append(f'<g class="who {role}"><rect x="{x - 70}" y="8" width="140" height="28" '
                        f'rx="6"/><text x="{x}" y="27">{esc(clip(name, 126))}</text>'
-                       f'<text class="role" x="{x}" y="50">{role if role != "other" else "peer"}'
+                       f'<text class="role" x="{x}" y="50">{ROLE_SHOWN.get(role, role)}'
                        f'</text><title>{esc(name)}</title></g>')
         for client, left in self.op_lanes.items():
             out.append(f'<g class="who ops"><text x="{left + 8}" y="27">{esc(clip(client, 150))}'
@@ -182,9 +220,7 @@ class Chart:
             tops.append(y)
             action = step.get("action") or {}
             events = [action] if action.get("kind") in COLORS else []   # else: the gutter only
-            events += [{"kind": "REPLY", "src": reply_node(self.report, r),
-                        "dst": r.get("client"), "data": str(r.get("raw", "")), "msg": "DATA"}
-                       for r in new_replies(steps, i)]
+            events += [reply_event(self.report, r) for r in new_replies(steps, i)]
             height = max(2 * PAD + LANE * max(len(events), 1), 60 if i == len(steps) - 1 else 0)
             rows.append(self.row(i, step, events, y, height))
             y += height
@@ -275,11 +311,15 @@ class Chart:
         x1 = self.x.get(ev.get("src"), GUTTER + 20)
         x2 = self.x.get(ev.get("dst"), GUTTER + 20)
         data, msg = ev.get("data"), ev.get("msg")
-        if data is None:        # a FIFO drop resets the connection: no bytes to show
-            text = "connection reset" if kind == "DROP" else ""
+        body = maelstrom_body(data, msg) if data is not None else None
+        if body is not None:    # a Maelstrom message: its type, its body in the title
+            text, full = body_label(body), json.dumps(body, indent=2)
+        elif data is None:      # a FIFO drop resets the connection: no bytes to show
+            text = full = "connection reset" if kind == "DROP" else ""
         else:
             text = data if msg in CONTROL or (msg is None and data in CONTROL) else show_bytes(data)
-        title = f'<title>{esc(kind)} {esc(text)}</title>'
+            full = text
+        title = f'<title>{esc(kind)} {esc(full)}</title>'
         if x1 == x2:        # to itself (UDP to its own port, say): a loop
             return (f'<g class="ev e-{kind}">{title}<path d="M{x1} {y - 8}h30v14h-26" '
                     f'fill="none" stroke="{color}" stroke-width="2"/>'
@@ -350,9 +390,12 @@ def panel(report: dict, i: int) -> str:
     step, view = steps[i], steps[i]["view"]
     prev = steps[i - 1]["view"] if i else None
     label = step.get("label")
+    action = step.get("action") or {}
+    body = maelstrom_body(action.get("data"), action.get("msg")) if action.get("data") else None
     out = [f'<section class="panel" id="panel-{i}" hidden>',
            f'<h2>State {i + 1} <span class="muted">· step {i}</span></h2>',
            f'<pre class="label">{esc(label) if label else "Initial predicate"}</pre>',
+           "" if body is None else f'<pre class="body">{esc(json.dumps(body, indent=2))}</pre>',
            "<h3>Nodes after this step</h3>", nodes_table(view, prev),
            flight(view), replies(report, steps, i), operations(report, i),
            outputs(step.get("output") or {}), "</section>"]
@@ -379,9 +422,14 @@ def flight(view: dict) -> str:
     items = []
     for m in msgs:
         kind = m.get("kind")
+        letter = maelstrom_body(m.get("data", ""), kind)
         body = show_bytes(m.get("data", "")) if kind in ("DATA", "DGRAM") else kind
+        if letter is not None:
+            body = body_label(letter)
         items.append(f"<li><code>{esc(m.get('src'))} → {esc(m.get('dst'))} {esc(body)}</code>"
-                     "</li>")
+                     + ("" if letter is None else
+                        f'<pre class="body">{esc(json.dumps(letter, indent=2))}</pre>')
+                     + "</li>")
     inner = f'<ul class="plain">{"".join(items)}</ul>' if items else '<p class="muted">none</p>'
     return f"<h3>Messages in flight ({len(msgs)})</h3>{inner}"
 
@@ -392,11 +440,16 @@ def replies(report: dict, steps: list[dict], i: int) -> str:
     items = []
     for r in every:
         badge = '<span class="new">new</span> ' if r.get("index") in new else ""
+        ev = reply_event(report, r)
+        body = maelstrom_body(ev["data"], ev["msg"])
+        shown = show_bytes(ev["data"]) if body is None else body_label(body)
         rest = ", ".join(f"{k}: {value(v)}" for k, v in r.items()
-                         if k not in ("client", "node", "raw"))
+                         if k not in ("client", "node", "raw", "body" if body else ""))
         items.append(f"<li>{badge}<code>{esc(r.get('client'))} ← {esc(reply_node(report, r))}"
-                     f" {esc(show_bytes(str(r.get('raw', ''))))}</code>"
-                     f'<div class="muted small">{esc(rest)}</div></li>')
+                     f" {esc(shown)}</code>"
+                     + ("" if body is None else
+                        f'<pre class="body">{esc(json.dumps(body, indent=2))}</pre>')
+                     + f'<div class="muted small">{esc(rest)}</div></li>')
     inner = f'<ul class="plain">{"".join(items)}</ul>' if items else '<p class="muted">none</p>'
     return f"<h3>Replies ({len(every)})</h3>{inner}"
 
@@ -465,100 +518,5 @@ LEGEND = "".join(
                                ("DUP", 3, 34, "duplicated"), ("FIRE", 18, 18, "timeout fired"),
                                ("CRASH", 18, 18, "crash"), ("REPLY", 3, 34, "reply")))
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>cmc: {title}</title>
-<style>{css}</style></head>
-<body>
-<header class="{verdict_class}">
-<h1 id="message">{message}</h1>
-<div class="meta"><span>model <b>{model}</b></span><span>property <b>{prop}</b></span>
-<span>{states} states</span><span class="params">{params}</span></div>
-<div class="legend">{legend}<span class="muted">click a row, or ↑ ↓ to move</span></div>
-</header>
-<main>
-<div id="chartpane"><div id="heads"><svg width="{width}" height="{head_h}">{head}</svg></div>
-{body}</div>
-<aside id="panel">{panels}</aside>
-</main>
-<script>var LAST = {last};
-{js}</script>
-</body></html>
-""".replace("{head_h}", str(HEAD))
-
-CSS = """
-*{box-sizing:border-box} summary{cursor:pointer} .muted{color:#868e96} .small{font-size:11px}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
- color:#212529;height:100vh;display:flex;flex-direction:column;background:#fff}
-code,pre,.msg,.note,.state,.params{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace}
-header{padding:10px 18px 8px;border-bottom:1px solid #dee2e6;border-left:6px solid #2b8a3e}
-header.violated{border-left-color:#e03131;background:#fff5f5}
-h1{font-size:17px;margin:0 0 4px;color:#c92a2a} header.ok h1{color:#2b8a3e}
-.meta,.legend{display:flex;flex-wrap:wrap;gap:4px 18px;color:#495057;font-size:13px}
-.params{font-size:12px} .legend{font-size:12px;margin-top:6px;align-items:center}
-.key{display:inline-flex;align-items:center;gap:4px} main{flex:1;display:flex;min-height:0}
-#chartpane{flex:1;overflow:auto;min-width:0} #heads svg,#chart{display:block}
-#heads{position:sticky;top:0;background:#fff;border-bottom:1px solid #e9ecef;z-index:1;
- width:max-content;min-width:100%}
-.who rect{fill:#343a40;stroke:#343a40} .who text{fill:#fff;font-weight:600;text-anchor:middle}
-.who.client rect,.who.other rect{fill:#e7f5ff;stroke:#74c0fc}
-.who.client text,.who.other text{fill:#1864ab} .who text.role{fill:#868e96;font:11px sans-serif}
-.step{cursor:pointer} .step.sel .state{font-weight:700} .state,.msg,.note{font-size:12px}
-.kind{font-size:11px;fill:#868e96;letter-spacing:.04em} .clock{font-size:11px;fill:#1971c2} .bad{font:600 11px sans-serif;fill:#e03131}
-.life{stroke:#adb5bd;stroke-width:1.5;stroke-dasharray:4 3} .life.dead{stroke:#e9ecef}
-.step :is(.bg,.chip){fill:#fff} .step:nth-child(even) :is(.bg,.chip){fill:#f8f9fa}
-.step:hover :is(.bg,.chip){fill:#e7f5ff} .step.sel :is(.bg,.chip){fill:#d0ebff}
-#panel{width:min(560px,45vw);overflow:auto;border-left:1px solid #dee2e6;padding:6px 16px 24px;
- background:#fcfcfd}
-h2{font-size:16px;margin:8px 0 4px} h4{font-size:13px;margin:0 0 4px}
-h3{font-size:13px;margin:16px 0 6px;color:#495057;text-transform:uppercase;letter-spacing:.05em}
-pre{margin:0 0 6px;padding:6px 8px;background:#f1f3f5;border-radius:4px;white-space:pre-wrap;
- word-break:break-all;font-size:12px}
-pre.label{background:#212529;color:#f8f9fa;font-size:13px} pre.stderr{background:#fff4e6}
-pre.calls{background:#fff;border:1px solid #e9ecef;max-height:320px;overflow:auto}
-table.nodes{border-collapse:collapse;width:100%;font-size:12px} .nodes th{background:#f1f3f5}
-.nodes :is(th,td){border:1px solid #e9ecef;padding:3px 6px;text-align:left;vertical-align:top}
-.nodes td code{word-break:break-all} td.changed{background:#fff3bf}
-ul.plain{list-style:none;margin:0;padding:0} .plain li{border-bottom:1px dotted #e9ecef}
-.out{margin:0 0 10px;padding:6px 8px;border:1px solid #e9ecef;border-radius:4px;background:#fff}
-.new{background:#2b8a3e;color:#fff;border-radius:3px;padding:0 4px;font-size:11px}
-.who.ops text{fill:#495057;text-anchor:start} .timeline .chip{fill:#fff;opacity:.9}
-.timeline .op:hover line{stroke-width:9} tr.bad td{background:#fff5f5;color:#c92a2a}
-"""
-
-JS = """
-(function () {
-  var current = -1, rows = document.querySelectorAll('.step');
-  function show(i, on) {
-    rows[i].classList.toggle('sel', on);
-    document.getElementById('panel-' + i).hidden = !on;
-  }
-  function select(i, scroll) {
-    if (!rows.length) return;
-    i = Math.max(0, Math.min(rows.length - 1, i));
-    if (current >= 0) show(current, false);
-    show(current = i, true);
-    document.getElementById('panel').scrollTop = 0;
-    if (location.hash !== '#step=' + i) history.replaceState(null, '', '#step=' + i);
-    if (scroll) rows[i].scrollIntoView({block: 'nearest'});
-  }
-  function fromHash() {
-    var m = /^#step=(\\d+)$/.exec(location.hash);
-    return m ? parseInt(m[1], 10) : LAST;
-  }
-  document.getElementById('chart').addEventListener('click', function (e) {
-    var row = e.target.closest('[data-step]');
-    if (row) select(parseInt(row.getAttribute('data-step'), 10), false);
-  });
-  document.addEventListener('keydown', function (e) {
-    var to = {ArrowDown: current + 1, ArrowUp: current - 1, j: current + 1, k: current - 1,
-              Home: 0, End: rows.length - 1};
-    if (!to.hasOwnProperty(e.key) || e.altKey || e.ctrlKey || e.metaKey) return;
-    select(to[e.key], true);
-    e.preventDefault();
-  });
-  window.addEventListener('hashchange', function () { select(fromHash(), true); });
-  select(fromHash(), true);
-})();
-"""
+PAGE = page.PAGE.replace("{head_h}", str(HEAD))
+CSS, JS = page.CSS, page.JS
