@@ -26,7 +26,11 @@ MAY_IMPORT = {
     "cmc.__main__": {"cmc.cli"},
     # argparse and exit statuses; a property's evaluation error shows its world(s)
     "cmc.cli": {"cmc", "cmc.errors", "cmc.check", "cmc.adapter", "cmc.report",
-                "cmc.scratch", "cmc.interrupts", "cmc.resources"},
+                "cmc.scratch", "cmc.interrupts", "cmc.resources", "cmc.argparsing",
+                "cmc.maelstrom_cmd"},
+    # cmc maelstrom: a workload's model written, and the arguments that check it
+    "cmc.maelstrom_cmd": {"cmc.argparsing", "cmc.check"},
+    "cmc.argparsing": {"cmc.errors"},   # the command line's parser and value types
     # one run, wired: load, search or replay, report
     "cmc.check": {"cmc", "cmc.errors", "cmc.adapter", "cmc.engine", "cmc.lang", "cmc.report",
                   "cmc.scratch", "cmc.interrupts", "cmc.machines", "cmc.resources",
