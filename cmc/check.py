@@ -327,13 +327,12 @@ def write_report_page(path: str, model, outcome, steps, reporter) -> None:
     prop = outcome.prop
     message = prop.kind.violated(prop.name) if outcome.verdict != "ok" else \
         f"The behavior no longer violates {prop.kind} {prop.name}."
+    maelstrom = model.maelstrom
     report = report_from_trace(model=os.path.basename(model.path), prop_kind=prop.kind.value,
                                prop_name=prop.name, message=message, steps=steps,
-                               clients=[c.name for c in model.clients] + [
-                                   c.name for c in (model.maelstrom.clients
-                                                    if model.maelstrom else ())],
-                               services=list(model.maelstrom.services
-                                             if model.maelstrom else ()),
+                               clients=[c.name for c in model.clients]
+                               + [c.name for c in (maelstrom.clients if maelstrom else ())],
+                               services=list(maelstrom.services) if maelstrom else [],
                                verdict=outcome.verdict,
                                history=prop.detail(steps[-1].view)
                                if prop.detail is not None and steps else None)

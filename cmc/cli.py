@@ -20,8 +20,7 @@ from . import __version__
 from .adapter import PropertyEvaluationError
 from .check import (DEFAULT_CHANNEL_CAP, DEFAULT_LIVE_STEPS, DEFAULT_WALKS, Run, check,
                     keep_outputs)
-from .argparsing import ArgParser as _ArgParser
-from .argparsing import count as _count
+from .argparsing import ArgParser, count
 from .errors import CmcError, ModelError, UsageError
 from .maelstrom_cmd import maelstrom_argv
 from .report import json as json_report
@@ -53,7 +52,7 @@ def tlc_status(status: int, kind=None, load_error: bool = False) -> int:
 
 
 def parse_args(argv):
-    p = _ArgParser(prog="cmc", description="Model-check the real binaries of a distributed "
+    p = ArgParser(prog="cmc", description="Model-check the real binaries of a distributed "
                    "system (docs/cmc.md).", epilog="Maelstrom nodes: cmc maelstrom WORKLOAD "
                    "--bin CMD [--node-count N] (or Maelstrom's spelling, cmc maelstrom test "
                    "-w WORKLOAD --bin CMD ...) writes the workload's model and checks it; "
@@ -65,7 +64,7 @@ def parse_args(argv):
     p.add_argument("--ray", metavar="ADDRESS",
                    help="run the workers as Ray actors: local (a Ray instance for this "
                    "run), auto (this machine's cluster) or ray://HOST:PORT")
-    p.add_argument("--workers", type=_count(1), default=1, metavar="N",
+    p.add_argument("--workers", type=count(1), default=1, metavar="N",
                    help="breadth-first search with N replay worker processes (same counts "
                    "and counterexample as one)")
     copying = p.add_mutually_exclusive_group()
@@ -86,10 +85,10 @@ def parse_args(argv):
     p.add_argument("--check-por", action="store_true",
                    help="with --por: also take every transition skipped and require that "
                    "it lead to a world the reduced search reached (a test of the reduction)")
-    p.add_argument("--max-depth", type=_count(1), metavar="D",
+    p.add_argument("--max-depth", type=count(1), metavar="D",
                    help="do not expand worlds at depth D (the initial world is depth 1); "
                    "with --simulate, the length of a walk (default 100)")
-    p.add_argument("--dfs", type=_count(1), metavar="D", help="depth-first, to depth D")
+    p.add_argument("--dfs", type=count(1), metavar="D", help="depth-first, to depth D")
     p.add_argument("--seconds", type=_positive, metavar="S",
                    help="breadth-first for half of S seconds, then (if it has not ended) "
                    "swarm walks from its frontier for the rest; say how "
@@ -100,7 +99,7 @@ def parse_args(argv):
                    "nodes and caps on faults, drawn from its seed (swarm testing)")
     p.add_argument("--seed", type=int, metavar="S",
                    help="with --simulate, or --seconds' walks: walk i uses seed S+i")
-    p.add_argument("--walks", type=_count(1), metavar="W",
+    p.add_argument("--walks", type=count(1), metavar="W",
                    help=f"with --simulate: how many walks (default {DEFAULT_WALKS})")
     p.add_argument("--replay", metavar="TRACE.json", help="run a written trace again")
     p.add_argument("--det", action="store_true",
@@ -127,11 +126,11 @@ def parse_args(argv):
     p.add_argument("--html", metavar="REPORT.html",
                    help="on a violation, also write the counterexample as a self-contained "
                    "page (message-sequence chart, world and node output per step)")
-    p.add_argument("--live-steps", type=_count(0), metavar="K",
+    p.add_argument("--live-steps", type=count(0), metavar="K",
                    help=f"steps of the fair schedule for eventually (default {DEFAULT_LIVE_STEPS})")
-    p.add_argument("--max-states", type=_count(1), metavar="N",
+    p.add_argument("--max-states", type=count(1), metavar="N",
                    help="more distinct states than N is an error (exit 3)")
-    p.add_argument("--channel-cap", type=_count(1), metavar="N",
+    p.add_argument("--channel-cap", type=count(1), metavar="N",
                    help=f"more messages than N in flight on a channel is an error (exit 3; "
                    f"default {DEFAULT_CHANNEL_CAP})")
     p.add_argument("--max-memory", type=_size, metavar="SIZE",

@@ -222,7 +222,7 @@ class Cluster:
         """The budgets an action may spend now: all that is left, but under `time virtual
         faults T` no fault once the clock has reached T (the faults have healed, as
         Maelstrom's nemesis heals at the end of its time limit)."""
-        until = self.spec.faults_ns
+        until = self.spec.faults_ns      # (clock.healed, inline: this is every step's)
         if until is None or self.net.clock < until:
             return self.budgets
         return {kind: 0 if kind in self.FAULTS else left for kind, left in self.budgets.items()}

@@ -280,7 +280,7 @@ class MaelstromNetwork(Network):
         spec = self.setting.spec
         if at > spec.horizon_ns:
             return None
-        late = clock.count_late(self.in_flight_sent(), self.clock, spec, max(at, self.clock))
+        late = clock.count_late(self.in_flight_sent(), self.clock, spec, at)
         if late > budgets.get("delay", 0):
             return None
         return ClientStart(client.spec.name, max(at, self.clock))

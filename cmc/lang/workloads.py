@@ -54,10 +54,14 @@ def horizon_ns(text: str) -> int | None:
     return int(digits) * UNITS[unit]
 
 
+def _limit(workload: str, time_limit: int | None) -> int:
+    """The time limit of `workload`'s model in seconds: `time_limit`, or its default."""
+    return _TIME_LIMIT_S[workload] if time_limit is None else time_limit
+
+
 def _reads_at(workload: str, time_limit: int | None, recovery: int | None) -> int:
     """When the final reads of `workload` go, in seconds of the virtual clock."""
-    limit = _TIME_LIMIT_S[workload] if time_limit is None else time_limit
-    return limit + (RECOVERY_S if recovery is None else recovery)
+    return _limit(workload, time_limit) + (RECOVERY_S if recovery is None else recovery)
 
 
 def check_horizon(workload: str, text: str, time_limit: int | None = None,
@@ -82,9 +86,8 @@ def _settings(workload: str, budgets: dict[str, int], horizon: str | None,
     (seconds) over them."""
     lines = ["service seq-kv"] if workload in ("g-counter", "pn-counter") else []
     if has_phases(workload):
-        limit = _TIME_LIMIT_S[workload] if time_limit is None else time_limit
         horizon = horizon or f"{_reads_at(workload, time_limit, recovery) + 1}s"
-        lines.append(f"time virtual faults {limit}s horizon {horizon}")
+        lines.append(f"time virtual faults {_limit(workload, time_limit)}s horizon {horizon}")
     elif horizon:
         lines.append(f"time virtual horizon {horizon}")
     spent = {**({"drop": 1} if has_phases(workload) else {}), **budgets}

@@ -60,16 +60,16 @@ def report_from_trace(*, model: str, prop_kind: str, prop_name: str, message: st
     }
 
 
-def maelstrom_body(data: str, msg: str | None) -> dict | None:
-    """A Maelstrom message's body: of a letter's line (`msg` MSG, the envelope) or of a
-    reply (`msg` BODY, the body itself); None when `data` is neither."""
-    if msg not in ("MSG", "BODY"):
-        return None
-    try:
-        body = json.loads(data)
-        body = body.get("body") if msg == "MSG" else body
-    except (ValueError, AttributeError):
-        return None
+def maelstrom_body(item: dict) -> dict | None:
+    """The body of a Maelstrom message: `item` is an action's fields, a message in
+    flight or a reply event, its `body` given (messages in flight, replies) or in the
+    envelope its `data` holds (`msg` MSG: an action's letter); None for any other."""
+    body = item.get("body")
+    if body is None and item.get("msg") == "MSG":
+        try:
+            body = json.loads(item.get("data") or "").get("body")
+        except (ValueError, AttributeError):
+            return None
     return body if isinstance(body, dict) else None
 
 
@@ -168,11 +168,9 @@ def reply_event(report: dict, r: dict) -> dict:
     """A reply drawn as an arrow from its node to its client: a Maelstrom reply by its
     body, any other by the line the node sent."""
     body = r.get("body")
-    if isinstance(body, dict) and "raw" not in r:
-        return {"kind": "REPLY", "src": reply_node(report, r), "dst": r.get("client"),
-                "data": json.dumps(body), "msg": "BODY"}
-    return {"kind": "REPLY", "src": reply_node(report, r), "dst": r.get("client"),
-            "data": str(r.get("raw", "")), "msg": "DATA"}
+    ev = {"kind": "REPLY", "src": reply_node(report, r), "dst": r.get("client"),
+          "data": str(r.get("raw", "")), "msg": "DATA"}
+    return dict(ev, body=body) if isinstance(body, dict) and "raw" not in r else ev
 
 
 def reply_node(report: dict, r: dict) -> str:
@@ -311,7 +309,7 @@ class Chart:
         x1 = self.x.get(ev.get("src"), GUTTER + 20)
         x2 = self.x.get(ev.get("dst"), GUTTER + 20)
         data, msg = ev.get("data"), ev.get("msg")
-        body = maelstrom_body(data, msg) if data is not None else None
+        body = maelstrom_body(ev)
         if body is not None:    # a Maelstrom message: its type, its body in the title
             text, full = body_label(body), json.dumps(body, indent=2)
         elif data is None:      # a FIFO drop resets the connection: no bytes to show
@@ -391,7 +389,7 @@ def panel(report: dict, i: int) -> str:
     prev = steps[i - 1]["view"] if i else None
     label = step.get("label")
     action = step.get("action") or {}
-    body = maelstrom_body(action.get("data"), action.get("msg")) if action.get("data") else None
+    body = maelstrom_body(action)
     out = [f'<section class="panel" id="panel-{i}" hidden>',
            f'<h2>State {i + 1} <span class="muted">· step {i}</span></h2>',
            f'<pre class="label">{esc(label) if label else "Initial predicate"}</pre>',
@@ -422,7 +420,7 @@ def flight(view: dict) -> str:
     items = []
     for m in msgs:
         kind = m.get("kind")
-        letter = maelstrom_body(m.get("data", ""), kind)
+        letter = maelstrom_body(m)
         body = show_bytes(m.get("data", "")) if kind in ("DATA", "DGRAM") else kind
         if letter is not None:
             body = body_label(letter)
@@ -441,7 +439,7 @@ def replies(report: dict, steps: list[dict], i: int) -> str:
     for r in every:
         badge = '<span class="new">new</span> ' if r.get("index") in new else ""
         ev = reply_event(report, r)
-        body = maelstrom_body(ev["data"], ev["msg"])
+        body = maelstrom_body(ev)
         shown = show_bytes(ev["data"]) if body is None else body_label(body)
         rest = ", ".join(f"{k}: {value(v)}" for k, v in r.items()
                          if k not in ("client", "node", "raw", "body" if body else ""))

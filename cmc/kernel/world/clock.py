@@ -40,7 +40,7 @@ def next_fire(cluster, budgets: dict) -> list[Fire | ClientStart]:
     if at > spec.horizon_ns:
         return []
     now = net.clock
-    late = count_late(net.in_flight_sent(), now, spec, max(at, now))
+    late = count_late(net.in_flight_sent(), now, spec, at)
     if late > budgets.get("delay", 0):
         return []
     if t is None:                                 # a client's start
@@ -50,14 +50,19 @@ def next_fire(cluster, budgets: dict) -> list[Fire | ClientStart]:
                  at=max(at, now), late=late, **node.tasks.fire_names(t, several))]
 
 
+def healed(spec, now: int) -> bool:
+    """Whether the faults have healed (`time virtual faults T`: the clock at T or later)."""
+    return spec.faults_ns is not None and now >= spec.faults_ns
+
+
 def count_late(sent_times, now: int, spec, at: int) -> int:
     """How many of the messages in flight (sent at `sent_times`) the clock passes the
-    latency bound of, moving from `now` to `at`. Once the faults have healed (`time
-    virtual faults T`, the clock at T or later) a message also arrives before what is
-    due at its bound: the healed network is never late, nor on time by a tie."""
-    healed = spec.faults_ns is not None and now >= spec.faults_ns
+    latency bound of, moving from `now` to `at` (a deadline already past: `now`). Once
+    the faults have healed a message also arrives before what is due at its bound: the
+    healed network is never late, nor on time by a tie."""
+    at, tie = max(at, now), healed(spec, now)
     bounds = [sent + spec.latency_ns for sent in sent_times]
-    return sum(1 for b in bounds if now <= b and (b < at or healed and b == at))
+    return sum(1 for b in bounds if now <= b and (b < at or tie and b == at))
 
 
 def advance(cluster, ns: int) -> None:
