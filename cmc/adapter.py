@@ -25,7 +25,7 @@ from .kernel.cluster import ClientSpec, Cluster, ClusterSpec, NodeSpec, digest
 from .kernel.maelstrom import MaelstromClient, MaelstromSpec, make_cluster
 from .kernel.proc.fork import ForkFailed, NotForkable, Roots
 from .lang import (EvaluationError, StateChecks, history_rows, history_violations,
-                   reply_record)
+                   reply_record, txn_anomalies, txn_rows)
 
 
 def cluster_spec(model, channel_cap: int, watchdog_s: float,
@@ -46,7 +46,8 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         disk=model.disk,
         channel_cap=channel_cap,
         watchdog_s=watchdog_s,
-        history=any(PropertyKind(p.kind) is PropertyKind.LINEARIZABLE
+        history=any(PropertyKind(p.kind) in (PropertyKind.LINEARIZABLE,
+                                             PropertyKind.TRANSACTIONAL)
                     for p in model.properties),
         time=model.time.mode,
         latency_ns=model.time.latency_ns,
@@ -98,8 +99,13 @@ def engine_properties(model) -> list[Property]:
 
     def history(view):
         return history_rows(model, view)
+    def transactional(p):
+        return Property(PropertyKind.TRANSACTIONAL, p.name,
+                        lambda view, next_view: not txn_anomalies(p.level, view),
+                        lambda view: txn_rows(p.level, view))
     kinds = [PropertyKind(p.kind) for p in model.properties]     # the model file's words
     return [Property(kind, p.name, linearizable, history) if kind is PropertyKind.LINEARIZABLE
+            else transactional(p) if kind is PropertyKind.TRANSACTIONAL
             else Property(kind, p.name, checker(p)) for kind, p in zip(kinds, model.properties)]
 
 

@@ -29,8 +29,9 @@ from .engine.simulate import Walks
 from .engine.worlds import Copying, InProcess, Replaying
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
 from .lang import check_binaries, load_model
-from .lang.workloads import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS,  # cmc maelstrom
-                             check_horizon, has_phases, model_text)
+from .lang.workloads import (BUDGET_FLAGS, DEFAULT_LEVEL, DEFAULT_OPS,  # cmc maelstrom
+                             LEVELS, NOT_YET, TXN, WORKLOADS, check_horizon, has_phases,
+                             model_text)
 from .report.console import make_reporter
 from .report.html import report_from_trace, write_html
 from .report.tlc import TlcReporter
@@ -43,8 +44,8 @@ from .machines import pin_cpu
 DEFAULT_CHANNEL_CAP = 64
 DEFAULT_WALKS = 100
 # `cmc maelstrom`'s workloads, for maelstrom_cmd.py (which may not import the language)
-FOR_MAELSTROM = (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, has_phases,
-                 model_text)
+FOR_MAELSTROM = (BUDGET_FLAGS, DEFAULT_LEVEL, DEFAULT_OPS, LEVELS, NOT_YET, TXN, WORKLOADS,
+                 check_horizon, has_phases, model_text)
 
 
 class Run:

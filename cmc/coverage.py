@@ -30,7 +30,7 @@ import hashlib
 from dataclasses import dataclass
 
 from .engine.model import Action, ActionKind, PropertyKind
-from .lang import Property, StateChecks, operation_count, unparse
+from .lang import Property, StateChecks, operation_count, txn_count, unparse
 from .lang.vacuity import indices_read, names_read, primed_names, trigger
 
 STATE_NAMES = {"node": "state (fd 3 or fd 193)", "volatile": "state on fd 3",
@@ -157,6 +157,8 @@ class Coverage:
     def _triggered(self, c: _Counted, view: dict, next_view: dict | None) -> bool:
         if c.kind is PropertyKind.LINEARIZABLE:
             return operation_count(self.model, view) > 0
+        if c.kind is PropertyKind.TRANSACTIONAL:
+            return txn_count(view) > 0
         if c.kind is PropertyKind.WITNESS:
             return self.checks.check(c.prop, view, None)
         if c.check is not None:
@@ -211,7 +213,7 @@ class Coverage:
         if not c.checked or c.held or c.kind in (PropertyKind.WITNESS,
                                                  PropertyKind.EVENTUALLY):
             return None
-        if c.kind is PropertyKind.LINEARIZABLE:
+        if c.kind in (PropertyKind.LINEARIZABLE, PropertyKind.TRANSACTIONAL):
             return Finding("vacuous", f"{c.label} held vacuously: its history had no "
                            "operation in any world")
         t = c.trigger

@@ -9,8 +9,8 @@ import shutil
 import sys
 
 from .argparsing import ArgParser, count
-from .check import (BUDGET_FLAGS, DEFAULT_OPS, NOT_YET, WORKLOADS, check_horizon, has_phases,
-                    model_text)
+from .check import (BUDGET_FLAGS, DEFAULT_LEVEL, DEFAULT_OPS, LEVELS, NOT_YET, TXN, WORKLOADS,
+                    check_horizon, has_phases, model_text)
 
 
 def maelstrom_argv(argv: list[str]) -> list[str]:
@@ -53,6 +53,11 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     p.add_argument("--recovery", type=count(0), metavar="S", help="seconds the nodes have "
                    "to recover after the time limit, before the final reads (default 10, "
                    "Maelstrom's)")
+    p.add_argument("--consistency-models", metavar="LEVEL", help="txn workloads: the "
+                   "consistency level checked (" + ", ".join(LEVELS) + "; default "
+                   f"{DEFAULT_LEVEL}, as Maelstrom's)")
+    p.add_argument("--availability", metavar="total", help="txn workloads: total, every "
+                   "transaction must be acknowledged")
     p.add_argument("--rate", metavar="X", help="Maelstrom's; cmc takes every order of "
                    "--ops operations instead (said on stderr)")
     ours, rest = p.parse_known_args(argv)
@@ -72,6 +77,15 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
         flag = "drop" if kind == "partition" else "crash"
         if getattr(ours, flag) is None:
             setattr(ours, flag, 1)
+    txn = ours.workload in TXN
+    if ours.consistency_models is not None and (not txn or ours.consistency_models
+                                                not in LEVELS):
+        p.error(f"--consistency-models {ours.consistency_models}: "
+                + ("one of " + ", ".join(LEVELS) if txn else
+                   "only the txn workloads have a consistency level"))
+    if ours.availability is not None and (not txn or ours.availability != "total"):
+        p.error(f"--availability {ours.availability}: cmc checks --availability total, "
+                "of the txn workloads (every transaction acknowledged)")
     if ours.rate is not None:
         print("cmc maelstrom: --rate is Maelstrom's way to space a random test's "
               "operations; cmc takes every order of --ops operations instead "
@@ -101,7 +115,8 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
                        else shlex.quote(w) for w in words)
     text = model_text(ours.workload, command, ours.node_count,
                       ours.ops or DEFAULT_OPS.get(ours.workload, 2), budgets, ours.horizon,
-                      ours.time_limit, ours.recovery)
+                      ours.time_limit, ours.recovery, ours.consistency_models,
+                      ours.availability == "total")
     try:
         with open(path, encoding="utf-8") as f:
             there = f.read()

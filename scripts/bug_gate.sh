@@ -54,6 +54,10 @@ maelstrom-raft-kv    models/maelstrom/raft-kv.model    kv_is_linearizable
 maelstrom-unique-ids-perl models/maelstrom/unique-ids-perl.model unique
 maelstrom-echo-js    models/maelstrom/echo-js.model    echoed
 gobroadcast models/gobroadcast.model final_read_has_every_ack
+maelstrom-kafka      models/maelstrom/kafka.model      offsets_are_unique
+maelstrom-txn-rw-register models/maelstrom/txn-rw-register.model txns_are_strict_serializable
+maelstrom-txn-list-append models/maelstrom/txn-list-append.model txns_are_strict_serializable
+gotxn   models/gotxn.model   txns_are_read_committed
 jregister models/jregister.model register_is_linearizable
 "
 # jregister is a Java demo (a class directory, built where javac is: demo/Makefile).
@@ -109,7 +113,7 @@ while read -r demo model prop prog; do
         seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 
         got="exit $status"
-        violated=$(sed -n -E 's/^Error: (Invariant|Action property|Quiescent property|Temporal property|Linearizability property) ([A-Za-z_0-9]+) (is|was) violated\.$/\2/p; s/^Error: Witness ([A-Za-z_0-9]+) was never reached\.$/\1/p' "$tmp/out" | head -n 1)
+        violated=$(sed -n -E 's/^Error: (Invariant|Action property|Quiescent property|Temporal property|Linearizability property|Transactional property) ([A-Za-z_0-9]+) (is|was) violated\.$/\2/p; s/^Error: Witness ([A-Za-z_0-9]+) was never reached\.$/\1/p' "$tmp/out" | head -n 1)
         [ -n "$violated" ] && got="$got: $violated"
         if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
             err=$(grep -m 1 '^Error:' "$tmp/out" || tail -n 1 "$tmp/err")

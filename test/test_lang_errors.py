@@ -78,11 +78,11 @@ def test_unknown_statement(tmp_path):
     assert_at(failure(tmp_path, 'node a = "/x"\n\ninvarient p: true\n'), 3, 1,
               "unknown statement 'invarient'; a statement starts with one of: param, build, "
               "node, client, reply, network, disk, time, machine, budget, invariant, witness, quiescent, action, "
-              "eventually, op, linearizable, service, peers (did you mean invariant?)")
+              "eventually, op, linearizable, transactional, service, peers (did you mean invariant?)")
     assert_at(failure(tmp_path, 'node a = "/x"\n= 3\n'), 2, 1,
               "unexpected '='; expected a statement (param, build, node, client, reply, "
               "network, disk, time, machine, budget, invariant, witness, quiescent, action, eventually, op, "
-              "linearizable, service, peers)")
+              "linearizable, transactional, service, peers)")
 
 
 @pytest.mark.parametrize("text, line, col, message", [

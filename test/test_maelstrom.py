@@ -37,13 +37,52 @@ CORRECT = {
     "g-set": (423, 380, 19),
     "pn-counter": (241, 207, 16),
     "raft-kv": (790, 573, 20),
+    "kafka": (332, 312, 15),
+    "txn-rw-register": (363, 321, 13),
+    "txn-list-append": (363, 321, 13),
 }
 
 APPEND_WRITE = ('{"type":"append_entries","term":1,"leader":"n1","prev_index":0,"prev_term":0,'
                 '"entries":[{"term":1,"op":{"type":"write","key":1,"value":1}}],"commit":0,')
 
+# the steps of txn.py --bug's counterexample, after the two transactions: n1 runs n2's
+# transaction, its update of key 2 to n2 is lost, and n2's final read does not see it
+TXN_STALE = [
+    '<DELIVER n2 -> n1 {"type":"txn","txn":[%s],"msg_id":1}>',
+    '<DELIVER n1 -> n2 {"type":"txn_ok","txn":[%s],"in_reply_to":1}>',
+    '<DROP n1 -> n2 {"type":"update","writes":[%s]}>',
+    "<FIRE client r1 starts @ 11.000s>",
+    '<DELIVER r1 -> n1 {"type":"txn","txn":[["r",1,null],["r",2,null]],"msg_id":1}>',
+    "<FIRE client r2 starts @ 11.000s>",
+    '<DELIVER r2 -> n2 {"type":"txn","txn":[["r",1,null],["r",2,null]],"msg_id":1}>']
+TXN_RW = ['["w",1,1],["w",1,2],["r",2,null]', '["w",2,3],["w",2,4],["r",1,null]']
+TXN_APPEND = ['["append",1,1],["r",2,null],["append",2,1]',
+              '["append",2,2],["r",1,null],["append",1,2]']
+
+
+def txn_stale(txns: list[str], first_update: str, answer: str, lost: str) -> list[str]:
+    return ['<DELIVER c1 -> n1 {"type":"txn","txn":[%s],"msg_id":1}>' % txns[0],
+            '<DELIVER c2 -> n2 {"type":"txn","txn":[%s],"msg_id":1}>' % txns[1],
+            '<DELIVER n1 -> n2 {"type":"update","writes":[%s]}>' % first_update,
+            TXN_STALE[0] % txns[1], TXN_STALE[1] % answer, TXN_STALE[2] % lost,
+            *TXN_STALE[3:]]
+
+
 # model: (the verdict, the steps of the counterexample, its counts)
 BUGGY = {
+    # two nodes number their own offsets: both give offset 0 of k1
+    "kafka": ("Error: Invariant offsets_are_unique is violated.",
+              ['<DELIVER c1 -> n1 {"type":"send","key":"k1","msg":1,"msg_id":1}>',
+               '<DELIVER c2 -> n2 {"type":"send","key":"k1","msg":2,"msg_id":1}>'], (5, 5, 3)),
+    "txn-rw-register": ("Error: Transactional property txns_are_strict_serializable is "
+                        "violated.",
+                        txn_stale(TXN_RW, "[1,2]", '["w",2,3],["w",2,4],["r",1,2]', "[2,4]"),
+                        (259, 217, 11)),
+    "txn-list-append": ("Error: Transactional property txns_are_strict_serializable is "
+                        "violated.",
+                        txn_stale(TXN_APPEND, "[1,[1]],[2,[1]]",
+                                  '["append",2,2],["r",1,[1]],["append",1,2]',
+                                  "[2,[1,2]],[1,[1,2]]"), (259, 217, 11)),
     "echo": ("Error: Invariant echoed is violated.",
              ['<DELIVER c2 -> n2 {"type":"echo","echo":["a",1],"msg_id":1}>'], (3, 3, 2)),
     "unique-ids": ("Error: Invariant unique is violated.",
@@ -279,6 +318,13 @@ NODE = 'node n1 = maelstrom "/bin/cat"\n'
     ('node n1 = "/bin/cat"\nservice lin-kv\n', 2, 9,
      'a service answers Maelstrom nodes, and this model has none (node NAME = maelstrom '
      '"COMMAND")'),
+    (NODE + 'client c1 -> n1: {"type": "txn", "txn": []}\ntransactional t snapshot\n', 3, 17,
+     "transactional t: snapshot is no consistency level cmc checks; the levels are "
+     "read-uncommitted, read-committed, serializable, strict-serializable"),
+    (NODE + "transactional t serializable\n", 2, 15,
+     "transactional t checks the transactions (txn requests) of Maelstrom clients, and "
+     'this model has none: add lines like  client c1 -> n1: {"type": "txn", "txn": '
+     '[["r", 1, null]]}'),
     (NODE + 'client c1 after 1s -> n1: {"type": "echo"}\n', 2, 8,
      "client c1 after ...: a client waits for the clock only under time virtual (add a "
      "line `time virtual`)"),
@@ -422,8 +468,13 @@ def test_a_version_managers_shim_is_named(capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["kafka", "--bin", "x"], "cmc maelstrom: kafka has no model of its own yet: write its "
-     'clients and properties in a model file (docs/maelstrom.md, "The workloads")'),
+    (["kafka", "--bin", "x", "--consistency-models", "serializable"], "cmc maelstrom: "
+     "--consistency-models serializable: only the txn workloads have a consistency level"),
+    (["txn-list-append", "--bin", "x", "--consistency-models", "snapshot-isolation"],
+     "cmc maelstrom: --consistency-models snapshot-isolation: one of read-uncommitted, "
+     "read-committed, serializable, strict-serializable"),
+    (["txn-rw-register", "--bin", "x", "--availability", "0.9"], "cmc maelstrom: "
+     "--availability 0.9: cmc checks --availability total, of the txn workloads"),
     (["echo"], "cmc maelstrom: the following arguments are required: --bin"),
     (["echo", "--bin", "'x"], "cmc maelstrom: --bin \"'x\": No closing quotation"),
     (["g-counter", "--bin", "x", "--horizon", "1s"], "cmc maelstrom: --horizon 1s: the final "
@@ -634,3 +685,33 @@ def test_the_maelstrom_timing_flags_are_checked(flags, message, tmp_path):
     with pytest.raises(UsageError, match=re.escape(message)):
         maelstrom_argv(["broadcast", "--bin", "./node", "--write-model",
                         str(tmp_path / "m.model"), *flags])
+
+
+def test_total_availability_of_a_leader_that_forwards(tmp_path):
+    """--availability total: every transaction acknowledged once the world is quiet.
+    txn.py's followers forward to the leader, so a lost forward leaves c2 unanswered:
+    strict-serializable, not totally available (the challenge's 6b asks for both)."""
+    r = run_cmc("maelstrom", "txn-rw-register", "--bin", f"python3 {DEMO / 'txn.py'}",
+                "--consistency-models", "read-committed", "--availability", "total",
+                "--max-memory", "3G", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Error: Quiescent property totally_available is violated." in r.stdout
+    assert "<DROP n2 -> n1 {" in r.stdout
+    assert counts(r.stdout) == (299, 257, 12)
+    model = (tmp_path / "maelstrom-txn-rw-register.model").read_text()
+    assert "transactional txns_are_read_committed read-committed\n" in model
+
+
+@pytest.mark.parametrize("workload", ["kafka", "txn-rw-register", "txn-list-append"])
+def test_the_demo_models_are_the_commands(workload, tmp_path):
+    """models/maelstrom/WORKLOAD.model is what `cmc maelstrom WORKLOAD` writes, with the
+    demo's node and its --bug flag: the bug gate checks what a user's command checks."""
+    script = "kafka.py" if workload == "kafka" else "txn.py"
+    run_cmc("maelstrom", workload, "--bin", f"python3 {DEMO / script}", "--no-build",
+            "--max-states", "1", cwd=tmp_path)
+    written = (tmp_path / f"maelstrom-{workload}.model").read_text().split("\n")
+    demo = (ROOT / "models" / "maelstrom" / f"{workload}.model").read_text().split("\n")
+    strip = lambda lines: [line for line in lines if line.startswith(("client", "service",
+                           "time", "budget", "invariant", "quiescent", "transactional",
+                           "witness", "    "))]
+    assert strip(written) == strip(demo)

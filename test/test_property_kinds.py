@@ -26,6 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 KINDS = [
     ("invariant", Checked.STATE, False, "Error: Invariant p is violated.", 12),
     ("linearizable", Checked.STATE, False, "Error: Linearizability property p is violated.", 12),
+    ("transactional", Checked.STATE, False, "Error: Transactional property p is violated.", 12),
     ("witness", Checked.STATE, True, "Error: Witness p was never reached.", 255),
     ("action", Checked.TRANSITION, False, "Error: Action property p is violated.", 13),
     ("quiescent", Checked.QUIESCENCE, False, "Error: Quiescent property p is violated.", 12),

@@ -95,10 +95,13 @@ class PropertyKind(enum.Enum):
     (--tlc-exit-codes; tlc2/output/EC.java: VIOLATION_SAFETY 12, VIOLATION_LIVENESS 13,
     ERROR 255: a witness has none, a quiescent property is an invariant of the quiescent
     worlds). Its value is the model file's word, which trace files and the JSON report
-    carry. A linearizable property is an invariant of the clients' history."""
+    carry. A linearizable or transactional property is an invariant of the clients'
+    history."""
     INVARIANT = ("invariant", Checked.STATE, "Error: Invariant {} is violated.", 12)
     LINEARIZABLE = ("linearizable", Checked.STATE,
                     "Error: Linearizability property {} is violated.", 12)
+    TRANSACTIONAL = ("transactional", Checked.STATE,
+                     "Error: Transactional property {} is violated.", 12)
     WITNESS = ("witness", Checked.STATE, "Error: Witness {} was never reached.", 255, True)
     ACTION = ("action", Checked.TRANSITION, "Error: Action property {} is violated.", 13)
     QUIESCENT = ("quiescent", Checked.QUIESCENCE, "Error: Quiescent property {} is violated.",

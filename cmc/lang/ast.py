@@ -196,19 +196,22 @@ class Quantifier:
 
 Expr = Union[Literal, ListExpr, Name, Field, Index, Call, Unary, Binary, Quantifier]
 
-PROPERTY_KINDS = ("invariant", "witness", "quiescent", "action", "eventually", "linearizable")
+PROPERTY_KINDS = ("invariant", "witness", "quiescent", "action", "eventually", "linearizable",
+                  "transactional")
 
 
 @dataclass(frozen=True)
 class Property:
     """A named property of one of PROPERTY_KINDS. ``loc`` is the property's name.
     A ``linearizable`` property has no expression (``expr`` None): it is checked on
-    the history of the model's ``op`` lines."""
+    the history of the model's ``op`` lines; nor has a ``transactional`` one, checked on
+    the Maelstrom clients' transactions at its consistency ``level``."""
 
     kind: str
     name: str
     expr: Expr | None
     loc: Loc
+    level: str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ import json
 
 from cmc.lang.ast import Model
 from cmc.lang.linearizable import Op, violations
+from cmc.lang.transactions import Txn, anomalies, forbidden, txn_of
 
-__all__ = ["history_rows", "history_violations", "operation_count"]
+__all__ = ["history_rows", "history_violations", "operation_count", "txn_anomalies",
+           "txn_count", "txn_rows"]
 
 
 # Maelstrom's error codes that say an operation did not happen (its protocol's
@@ -135,3 +137,59 @@ def history_rows(model: Model, view: dict) -> list[dict]:
             "violating": op.key in bad,
         })
     return rows
+
+
+# -- transactions (a `transactional` property) ----------------------------------------
+
+def _txns(view: dict) -> list[tuple[Txn, dict]]:
+    """The Maelstrom clients' `txn` requests of the world as transactions: acknowledged
+    (`txn_ok`), failed (an error Maelstrom calls definite) or unknown (no answer, or
+    another error)."""
+    out = []
+    replies = view.get("replies", [])
+    for entry in view.get("history", []):
+        body = entry.get("body")
+        if body is None or body.get("type") != "txn" or not isinstance(body.get("txn"), list):
+            continue
+        answer = None if entry["reply"] is None else replies[entry["reply"]]["body"]
+        status = "info"
+        if answer is not None and answer.get("type") == "txn_ok":
+            status = "ok"
+        elif answer is not None and answer.get("type") == "error" and \
+                answer.get("code") in DEFINITE:
+            status = "fail"
+        got = answer.get("txn") if status == "ok" else None
+        out.append((txn_of(body["txn"], got if isinstance(got, list) else None, status,
+                           entry["invoke"], entry["complete"], entry["client"]), entry))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _anomalies(txns: tuple[Txn, ...], realtime: bool) -> frozenset[str]:
+    return frozenset(anomalies(list(txns), realtime))
+
+
+def txn_anomalies(level: str, view: dict) -> list[str]:
+    """The anomalies of the world's transactions that `level` forbids, sorted (empty:
+    none)."""
+    found = _anomalies(tuple(t for t, _ in _txns(view)), level == "strict-serializable")
+    return sorted(found & forbidden(level))
+
+
+def txn_count(view: dict) -> int:
+    """How many transactions the world's history has."""
+    return len(_txns(view))
+
+
+def txn_rows(level: str, view: dict) -> list[dict]:
+    """The transactions as a report shows them (history_rows' fields, `kind` txn), each
+    with the forbidden anomalies the history shows (`anomalies`)."""
+    bad = txn_anomalies(level, view)
+    replies = view.get("replies", [])
+    return [{"client": t.client, "kind": "txn", "key": None, "value": t.status,
+             "request": entry["req"],
+             "reply": None if entry["reply"] is None else _shown(replies[entry["reply"]]),
+             "invoked": entry["invoked"], "completed": entry["completed"],
+             "invoke_event": entry["invoke"], "complete_event": entry["complete"],
+             "violating": bool(bad), "anomalies": bad, "level": level}
+            for t, entry in _txns(view)]

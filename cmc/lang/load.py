@@ -21,6 +21,7 @@ from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, C
                           MaelstromDecl, Model, Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
                           MachineDecl, Unary, error_at)
 from cmc.lang import maelstrom as maelstrom_lines
+from cmc.lang.transactions import LEVELS
 from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt,
                              MachineStmt, NetworkStmt, NodeStmt, PeersStmt, ServiceStmt,
                              OpStmt, ParamStmt, PropertyStmt, ReplyStmt, Source, Statement, Text,
@@ -386,6 +387,12 @@ class _Assembler:
         return stmt.value
 
     def property(self, stmt: PropertyStmt) -> Property:
+        if stmt.level is not None:          # transactional NAME LEVEL
+            if stmt.level not in LEVELS:
+                raise error_at(stmt.level_loc, f"transactional {stmt.name}: {stmt.level} is "
+                               "no consistency level cmc checks; the levels are "
+                               + ", ".join(LEVELS))
+            return Property(stmt.keyword, stmt.name, None, stmt.name_loc, stmt.level)
         if stmt.expr is None:               # linearizable NAME
             return Property(stmt.keyword, stmt.name, None, stmt.name_loc)
         try:
@@ -490,6 +497,11 @@ def _check_history(properties: list[Property], ops: list[OpDecl],
                    reply: ReplyDecl | None, maelstrom: MaelstromDecl | None = None) -> None:
     """A linearizable property needs op lines (or Maelstrom clients, whose read, write
     and cas bodies are operations as they are), and reads need a reply with a val."""
+    txns = [p for p in properties if p.kind == "transactional"]
+    if txns and (maelstrom is None or not maelstrom.clients):
+        raise error_at(txns[0].loc, f"transactional {txns[0].name} checks the transactions "
+                       "(txn requests) of Maelstrom clients, and this model has none: add "
+                       'lines like  client c1 -> n1: {"type": "txn", "txn": [["r", 1, null]]}')
     checked = [p for p in properties if p.kind == "linearizable"]
     if checked and not ops and maelstrom is not None and maelstrom.clients:
         return

@@ -39,7 +39,7 @@ from cmc.lang.statements import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt, Js
 STATEMENT_KEYWORDS = ("param", "build", "node", "client", "reply", "network", "disk", "time",
                       "machine", "budget",
                       "invariant", "witness", "quiescent", "action", "eventually", "op",
-                      "linearizable", "service", "peers")
+                      "linearizable", "transactional", "service", "peers")
 
 
 # --- located source ------------------------------------------------------------------
@@ -489,6 +489,11 @@ class _Builder:
 
     def linearizable_stmt(self, head, children) -> PropertyStmt:
         return PropertyStmt(*head, children[0].value, self.at(children[0]), None)
+
+    def transactional_stmt(self, head, children) -> PropertyStmt:
+        name, *level = children
+        text = "".join(t.value for t in level)
+        return PropertyStmt(*head, name.value, self.at(name), None, text, self.at(level[0]))
 
     def property_stmt(self, head, children) -> PropertyStmt:
         name, _colon, expr = children

@@ -119,7 +119,9 @@ class BudgetStmt(Statement):
 class PropertyStmt(Statement):
     name: str
     name_loc: Loc
-    expr: Expr | None           # None: linearizable
+    expr: Expr | None           # None: linearizable, transactional
+    level: str | None = None    # transactional: the consistency level
+    level_loc: Loc | None = None
 
 
 @dataclass(frozen=True)

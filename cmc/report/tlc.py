@@ -143,6 +143,8 @@ def render_history(rows: list[dict]) -> list[str]:
     """The history of a linearizable property's violation, as a table: one operation
     per line in invoke order; `*` marks the operations of a key that has no sequential
     order; a pending operation may or may not have taken effect."""
+    if rows and "anomalies" in rows[0]:
+        return render_transactions(rows)
     bad = sorted({"-" if r["key"] is None else str(r["key"]) for r in rows if r["violating"]})
     which = ("the one register" if bad == ["-"] else
              "key" + ("s " if len(bad) > 1 else " ") + ", ".join(bad))
@@ -154,6 +156,20 @@ def render_history(rows: list[dict]) -> list[str]:
     for i, cells in enumerate(table):
         mark = "*" if i and rows[i - 1]["violating"] else " "
         lines.append((f"{mark} " + "  ".join(c.ljust(w) for c, w in zip(cells, widths))).rstrip())
+    return lines
+
+
+def render_transactions(rows: list[dict]) -> list[str]:
+    """The transactions of a transactional property's violation, as a table like a
+    history's, after the anomalies (Elle's names) that its level forbids."""
+    first = rows[0]
+    lines = [f"The history: {len(rows)} transaction{'s' if len(rows) != 1 else ''}; "
+             f"{first['level']} forbids what they show: " + ", ".join(first["anomalies"])
+             + " (docs/model-file.md, \"transactional\")"]
+    table = [list(HISTORY_COLUMNS)] + [history_cells(r) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(HISTORY_COLUMNS))]
+    lines += [("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths))).rstrip()
+              for cells in table]
     return lines
 
 

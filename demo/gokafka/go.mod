@@ -1,0 +1,7 @@
+module gokafka
+
+go 1.19
+
+require gobroadcast v0.0.0
+
+replace gobroadcast => ../gobroadcast
