@@ -312,7 +312,7 @@ NODE = 'node n1 = maelstrom "/bin/cat"\n'
      "client c1 sends to an address: its requests are strings; a JSON body is a request "
      "to a Maelstrom node (client NAME -> NODE: {...})"),
     (NODE + "service lin-kvs\n", 2, 9,
-     "unknown service lin-kvs (did you mean lin-kv?): cmc has lin-kv, seq-kv, lin-tso"),
+     "unknown service lin-kvs (did you mean lin-kv?): cmc has lin-kv, seq-kv, lww-kv, lin-tso"),
     (NODE + "service seq-kv\nservice seq-kv\n", 3, 9,
      "a second service seq-kv line (the first is at line 2)"),
     ('node n1 = "/bin/cat"\nservice lin-kv\n', 2, 9,
@@ -600,25 +600,53 @@ def test_seq_kv_reads_may_see_the_past():
     reading node has seen (its updates, its reads); updates apply to the newest map."""
     from cmc.kernel.world.services import Services
     kv = Services(("seq-kv",))
+
+    def past(kv, node, body):
+        """(position, updates behind) of each answer from seq-kv's past."""
+        return [(at, int(note.split(", ")[1].split()[0]))
+                for at, note in kv.choices("seq-kv", node, body)]
     assert kv.answer("seq-kv", "n1", {"type": "write", "key": "k", "value": 1}) == \
         {"type": "write_ok"}
     assert kv.answer("seq-kv", "n2", {"type": "cas", "key": "k", "from": 1, "to": 2}) == \
         {"type": "cas_ok"}
     read = {"type": "read", "key": "k"}
     # n1 saw its write (position 1): it may read 1 (one update behind) or 2
-    assert kv.stale_reads("seq-kv", "n1", read) == [(1, 1)]
+    assert past(kv, "n1", read) == [(1, 1)]
     # n2 saw its cas: nothing older; a node that saw nothing may also miss the key
-    assert kv.stale_reads("seq-kv", "n2", read) == []
-    assert kv.stale_reads("seq-kv", "n3", read) == [(0, 2), (1, 1)]
+    assert past(kv, "n2", read) == []
+    assert past(kv, "n3", read) == [(0, 2), (1, 1)]
     assert kv.answer("seq-kv", "n3", read, 0)["code"] == 20
     assert kv.answer("seq-kv", "n3", read, 1) == {"type": "read_ok", "value": 1}
-    assert kv.stale_reads("seq-kv", "n3", read) == [(1, 1)]     # never before what it saw
+    assert past(kv, "n3", read) == [(1, 1)]     # never before what it saw
     assert kv.answer("seq-kv", "n3", read) == {"type": "read_ok", "value": 2}
-    assert kv.stale_reads("seq-kv", "n3", read) == []
+    assert past(kv, "n3", read) == []
     # a cas from a value the newest map does not have fails, and its node saw the newest
     assert kv.answer("seq-kv", "n1", {"type": "cas", "key": "k", "from": 1, "to": 3})["code"] == 22
-    assert kv.stale_reads("seq-kv", "n1", read) == []
+    assert past(kv, "n1", read) == []
+    # a cas that would fail on a past map may fail there (Maelstrom's Sequential):
+    # from 2 to 3 succeeds on the newest map, fails where k was 1 or missing
+    cas = {"type": "cas", "key": "k", "from": 2, "to": 3}
+    assert kv.choices("seq-kv", "n4", cas) == [(0, "a cas on a past map, 2 behind"),
+                                                (1, "a cas on a past map, 1 behind")]
+    assert kv.answer("seq-kv", "n4", cas, 1) == {"type": "error", "code": 22,
+                                                 "text": "expected 2, had 1"}
+    assert kv.choices("seq-kv", "n4", cas) == [(1, "a cas on a past map, 1 behind")]
+    assert kv.answer("seq-kv", "n4", cas) == {"type": "cas_ok"}
+    assert kv.choices("seq-kv", "n4", cas) == []
 
+
+def test_lww_kv_is_two_replicas_that_never_merge():
+    """lww-kv as Maelstrom's code has it: each request goes to either of two replicas,
+    and the merge it computes is dropped, so a write may never be read."""
+    from cmc.kernel.world.services import Services
+    kv = Services(("lww-kv",))
+    write, read = {"type": "write", "key": 1, "value": 5}, {"type": "read", "key": 1}
+    assert kv.choices("lww-kv", "n1", write) == []     # alike replicas: one world
+    assert kv.answer("lww-kv", "n1", write) == {"type": "write_ok"}
+    assert kv.choices("lww-kv", "n2", read) == [(1, "the second replica")]
+    answers = {kv.answer("lww-kv", "n2", read, at)["type"] for at in (None, 1)}
+    assert answers == {"read_ok", "error"}
+    assert kv.state()["lww-kv"] == ((), (("1", "5"),))
 
 def test_a_final_read_that_trusts_seq_kv_is_caught(tmp_path):
     """seq-kv may answer a read from its past (world/services.py): the counter whose

@@ -77,14 +77,15 @@ class Letter:
 @dataclass(frozen=True)
 class LetterAction:
     """DELIVER, DROP or DUP of one letter of a group (letters alike are one action); a
-    read delivered to seq-kv that sees the store as it was `behind` updates ago (its
-    position in seq-kv's log: `at`) is an action of its own (world/services.py)."""
+    request delivered to a service that may answer it in more than one way (seq-kv's
+    past, lww-kv's replicas) is one action per answer, `at` naming it and `note`
+    saying what it is (world/services.py, `choices`)."""
     kind: str
     src: str
     dst: str
     line: str
     at: int | None = None
-    behind: int = 0
+    note: str = ""
 
     @property
     def key(self) -> tuple:
@@ -93,14 +94,14 @@ class LetterAction:
 
     @property
     def label(self) -> str:
-        stale = f" (a stale read, {self.behind} behind)" if self.at is not None else ""
-        return f"{self.kind} {self.src} -> {self.dst} {_body_text(self.line)}{stale}"
+        note = f" ({self.note})" if self.at is not None else ""
+        return f"{self.kind} {self.src} -> {self.dst} {_body_text(self.line)}{note}"
 
     def fields(self) -> dict:
         out = {"kind": self.kind, "src": self.src, "dst": self.dst, "data": self.line,
                "msg": "MSG"}
         if self.at is not None:
-            out["behind"] = self.behind
+            out["choice"] = self.note
         return out
 
 
@@ -255,10 +256,10 @@ class MaelstromNetwork(Network):
         out = []
         for g in order:
             out.append(LetterAction("DELIVER", *g))
-            if g[1] in self.ms.services:    # seq-kv: a read may see the past
+            if g[1] in self.ms.services:    # seq-kv's past, lww-kv's replicas
                 body = json.loads(g[2])["body"]
-                out += [LetterAction("DELIVER", *g, at, behind)
-                        for at, behind in self.services.stale_reads(g[1], g[0], body)]
+                out += [LetterAction("DELIVER", *g, at, note)
+                        for at, note in self.services.choices(g[1], g[0], body)]
         clients = {c.spec.name for c in self.mclients}
         faulty = [g for g in order if g[0] not in clients]
         if budgets.get("drop", 0) > 0:

@@ -11,7 +11,7 @@ from cmc.lang.parser import JsonBody, ServiceStmt
 
 # the node kinds, the built-in services, and the client name cmc's init comes from
 NODE_KINDS = ("maelstrom",)
-SERVICES = ("lin-kv", "seq-kv", "lin-tso")
+SERVICES = ("lin-kv", "seq-kv", "lww-kv", "lin-tso")
 INIT_SENDER = "c0"
 
 

@@ -59,7 +59,7 @@ class ClientStmt(Statement):
 
 @dataclass(frozen=True)
 class ServiceStmt(Statement):
-    name: str                   # lin-kv, seq-kv, lin-tso
+    name: str                   # lin-kv, seq-kv, lww-kv, lin-tso
     name_loc: Loc
 
 
