@@ -29,9 +29,9 @@ from .engine.simulate import Walks
 from .engine.worlds import Copying, InProcess, Replaying
 from .errors import EngineError, ModelError, UnsupportedMachine, UsageError
 from .lang import check_binaries, load_model
-from .lang.workloads import (BUDGET_FLAGS, DEFAULT_LEVEL, DEFAULT_OPS,  # cmc maelstrom
-                             LEVELS, NOT_YET, TXN, WORKLOADS, check_horizon, has_phases,
-                             model_text)
+from .lang.transactions import LEVELS                                # cmc maelstrom
+from .lang.workloads import (BUDGET_FLAGS, DEFAULT_LEVEL, DEFAULT_OPS, NOT_YET, TXN,
+                             WORKLOADS, check_horizon, has_phases, model_text)
 from .report.console import make_reporter
 from .report.html import report_from_trace, write_html
 from .report.tlc import TlcReporter

@@ -58,6 +58,7 @@ maelstrom-kafka      models/maelstrom/kafka.model      offsets_are_unique
 maelstrom-txn-rw-register models/maelstrom/txn-rw-register.model txns_are_strict_serializable
 maelstrom-txn-list-append models/maelstrom/txn-list-append.model txns_are_strict_serializable
 gotxn   models/gotxn.model   txns_are_read_committed
+gokafka models/gokafka.model polls_agree_with_sends
 jregister models/jregister.model register_is_linearizable
 "
 # jregister is a Java demo (a class directory, built where javac is: demo/Makefile).

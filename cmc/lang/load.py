@@ -8,7 +8,6 @@ commands and resolves each node's program against the model's folder.
 from __future__ import annotations
 
 from dataclasses import replace
-import difflib
 import ipaddress
 import os
 import re
@@ -18,9 +17,10 @@ import shutil
 from cmc.errors import ModelError
 from cmc.lang.ast import (FUNCTIONS, KEYWORDS, WORLD_NAMES, Binary, BuildDecl, Call,
                           ClientDecl, Expr, Field, Index, ListExpr, Literal, Loc,
-                          MaelstromDecl, Model, Name, NodeDecl, OpDecl, Property, Quantifier, ReplyDecl, TimeDecl,
+                          Model, Name, NodeDecl, Property, Quantifier, ReplyDecl, TimeDecl,
                           MachineDecl, Unary, error_at)
 from cmc.lang import maelstrom as maelstrom_lines
+from cmc.lang.load_history import check_history, op_decl, reply_decl, suggest
 from cmc.lang.transactions import LEVELS
 from cmc.lang.parser import (BudgetStmt, BuildStmt, ClientStmt, DiskStmt,
                              MachineStmt, NetworkStmt, NodeStmt, PeersStmt, ServiceStmt,
@@ -33,7 +33,6 @@ DISKS = ("fsync", "fsync partial", "strict", "off")
 BUDGET_DEFAULTS: dict[str, int | None] = {"crash": 0, "drop": 0, "dup": 0, "fire": None}
 # delay (time virtual): only in a model's budgets when its line gives it
 BUDGET_KINDS = tuple(BUDGET_DEFAULTS) + ("delay",)
-RECORD_FIELDS = ("client", "node", "index", "req", "raw")
 _ONE_ARGUMENT = ("len", "set", "sorted", "sum")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _DECIMAL = re.compile(r"-?[0-9]+")
@@ -74,7 +73,7 @@ def _disk(stmt: DiskStmt) -> str:
             "fsync partial, strict (names durable only after an fsync of their "
             "directory) or off (files survive a CRASH as written)")
     if stmt.kind not in ("fsync", "strict", "off"):
-        raise error_at(stmt.kind_loc, f"unknown disk {stmt.kind}{_suggest(stmt.kind, ('fsync', 'strict', 'off'))}: {what}")
+        raise error_at(stmt.kind_loc, f"unknown disk {stmt.kind}{suggest(stmt.kind, ('fsync', 'strict', 'off'))}: {what}")
     if stmt.variant is not None and (stmt.kind, stmt.variant) != ("fsync", "partial"):
         raise error_at(stmt.variant_loc, f"unexpected {stmt.variant} after disk {stmt.kind}: "
                        f"only fsync takes a second word (partial); {what}")
@@ -90,7 +89,7 @@ def _time(stmt: TimeStmt) -> TimeDecl:
     """The clock of a `time` line (docs/model-file.md)."""
     if stmt.kind not in ("async", "virtual"):
         raise error_at(stmt.kind_loc, f"unknown time {stmt.kind}"
-                       f"{_suggest(stmt.kind, ('async', 'virtual'))}: time is async (the "
+                       f"{suggest(stmt.kind, ('async', 'virtual'))}: time is async (the "
                        "default: each node's clock moves on its own FIREs) or virtual (one "
                        "clock for the cluster)")
     values = {}
@@ -99,7 +98,7 @@ def _time(stmt: TimeStmt) -> TimeDecl:
             raise error_at(name_loc, f"unexpected {name} after time async: only time virtual "
                            "takes a latency, a horizon or a faults window")
         if name not in TIME_OPTIONS:
-            raise error_at(name_loc, f"unknown time option {name}{_suggest(name, TIME_OPTIONS)}: "
+            raise error_at(name_loc, f"unknown time option {name}{suggest(name, TIME_OPTIONS)}: "
                            "time virtual takes latency D, horizon D and faults D")
         if name in values:
             raise error_at(name_loc, f"{name} is given twice")
@@ -125,7 +124,7 @@ def _peers(lines: list[PeersStmt], nodes: list) -> tuple:
     for stmt in lines:
         if stmt.node not in names:
             raise error_at(stmt.node_loc, f"peers {stmt.node}: no node is named {stmt.node}"
-                           f"{_suggest(stmt.node, names)}")
+                           f"{suggest(stmt.node, names)}")
         if stmt.node in seen:
             raise error_at(stmt.node_loc, f"a second peers line for node {stmt.node} "
                            f"({_first_at(seen[stmt.node])})")
@@ -134,7 +133,7 @@ def _peers(lines: list[PeersStmt], nodes: list) -> tuple:
         for name, loc in stmt.peers:
             if name not in names:
                 raise error_at(loc, f"peers {stmt.node}: no node is named {name}"
-                               f"{_suggest(name, names)} (a peer is a node of the model)")
+                               f"{suggest(name, names)} (a peer is a node of the model)")
             if name == stmt.node:
                 raise error_at(loc, f"peers {stmt.node}: a node need not list itself "
                                "(it may always reach itself)")
@@ -150,7 +149,7 @@ def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl
     (docs/model-file.md)."""
     if stmt.item not in MACHINE_ITEMS:
         raise error_at(stmt.item_loc, f"unknown machine item {stmt.item}"
-                       f"{_suggest(stmt.item, MACHINE_ITEMS)}: a machine line gives cpus N, "
+                       f"{suggest(stmt.item, MACHINE_ITEMS)}: a machine line gives cpus N, "
                        "memory SIZE (KiB, MiB, GiB) or pids shared or private")
     if stmt.item in seen:
         raise error_at(stmt.item_loc, f"machine {stmt.item} is given twice "
@@ -159,7 +158,7 @@ def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl
     if stmt.item == "pids":
         if stmt.number is not None or stmt.unit not in PIDS:
             raise error_at(stmt.value_loc, "machine pids is shared or private"
-                           f"{_suggest(stmt.unit or '', PIDS)}")
+                           f"{suggest(stmt.unit or '', PIDS)}")
         return replace(machine, pids=stmt.unit)
     if stmt.number is None:
         raise error_at(stmt.value_loc, f"machine {stmt.item} takes "
@@ -173,7 +172,7 @@ def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl
         return replace(machine, cpus=stmt.number)
     if stmt.unit not in MEMORY_UNITS:
         raise error_at(stmt.value_loc, f"machine memory needs a unit"
-                       f"{_suggest(stmt.unit or '', MEMORY_UNITS)}: KiB, MiB or GiB "
+                       f"{suggest(stmt.unit or '', MEMORY_UNITS)}: KiB, MiB or GiB "
                        "(machine memory 4GiB)")
     if stmt.number <= 0:
         raise error_at(stmt.value_loc, "machine memory must be more than 0")
@@ -182,7 +181,7 @@ def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl
 
 def _duration(number: int, unit: str, loc: Loc) -> int:
     if unit not in UNITS:
-        raise error_at(loc, f"unknown unit {unit}{_suggest(unit, UNITS)}: a duration "
+        raise error_at(loc, f"unknown unit {unit}{suggest(unit, UNITS)}: a duration "
                        "is a whole number of ns, us, ms or s (10ms)")
     return number * UNITS[unit]
 
@@ -190,11 +189,6 @@ def _duration(number: int, unit: str, loc: Loc) -> int:
 def _after(stmt: ClientStmt) -> int | None:
     """When a client's first request goes (`client NAME after 2s -> ...`), or None."""
     return None if stmt.after is None else _duration(*stmt.after)
-
-
-def _suggest(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 # {model_dir} in a command is the model file's folder, absolute (docs/model-file.md,
@@ -248,7 +242,7 @@ class _Assembler:
                                           tuple(r.data for r in stmt.requests), stmt.name_loc,
                                           _after(stmt)))
             elif isinstance(stmt, ReplyStmt):
-                reply = _reply(stmt)
+                reply = reply_decl(stmt)
             elif isinstance(stmt, NetworkStmt):
                 if stmt.kind not in NETWORKS:
                     raise error_at(stmt.kind_loc, f"unknown network {stmt.kind}: it is fifo "
@@ -266,7 +260,7 @@ class _Assembler:
             elif isinstance(stmt, BudgetStmt):
                 budgets[stmt.kind] = self.budget(stmt, budget_lines)
             elif isinstance(stmt, OpStmt):
-                ops.append(_op(stmt))
+                ops.append(op_decl(stmt))
             elif isinstance(stmt, PropertyStmt):
                 if stmt.name in property_lines:
                     raise error_at(stmt.name_loc, f"property {stmt.name} is declared twice "
@@ -279,7 +273,7 @@ class _Assembler:
         peers = _peers(peer_lines, nodes)
         maelstrom = maelstrom_lines.maelstrom(nodes, maelstrom_clients, services, service_lines,
                                               _after)
-        _check_history(properties, ops, reply, maelstrom)
+        check_history(properties, ops, reply, maelstrom)
         late = next((c for c in clients + list(maelstrom.clients if maelstrom else ())
                      if c.after_ns is not None), None)
         if late is not None and not time.virtual:
@@ -316,7 +310,7 @@ class _Assembler:
             if name not in declared:
                 known = ", ".join(declared) if declared else "none"
                 raise ModelError(f"-D {name}: the model has no param {name} (its params: "
-                                 f"{known}){_suggest(name, declared)}", self.source.file)
+                                 f"{known}){suggest(name, declared)}", self.source.file)
             values[name] = _typed(declared[name], text)
         return values
 
@@ -335,7 +329,7 @@ class _Assembler:
                 out.append(_as_text(self.params[name]))
             else:
                 raise error_at(text.loc_of(match.start()), f"unknown param {{{name}}} in the "
-                               f"{what}{_suggest(name, [*self.params, MODEL_DIR])} (write {{{{ and }}}} "
+                               f"{what}{suggest(name, [*self.params, MODEL_DIR])} (write {{{{ and }}}} "
                                "for literal braces)")
             done = match.end()
         out.append(text.value[done:])
@@ -377,7 +371,7 @@ class _Assembler:
     def budget(self, stmt: BudgetStmt, seen: dict[str, Loc]) -> int:
         if stmt.kind not in BUDGET_KINDS:
             raise error_at(stmt.kind_loc, f"unknown budget {stmt.kind}: a budget is for "
-                           f"crash, drop, dup, fire or delay{_suggest(stmt.kind, BUDGET_KINDS)}")
+                           f"crash, drop, dup, fire or delay{suggest(stmt.kind, BUDGET_KINDS)}")
         if stmt.kind in seen:
             raise error_at(stmt.kind_loc, f"budget {stmt.kind} is given twice "
                            f"({_first_at(seen[stmt.kind])})")
@@ -465,59 +459,6 @@ def _address(text: Text) -> tuple[str, int]:
     return host, int(port)
 
 
-def _reply(stmt: ReplyStmt) -> ReplyDecl:
-    for group in stmt.regex.groupindex:
-        if group in RECORD_FIELDS:
-            raise error_at(stmt.group_locs.get(group, stmt.regex_loc),
-                           f"the regex group {group} would hide the record's own field "
-                           f"{group} (the fields are {', '.join(RECORD_FIELDS)}); rename it")
-    return ReplyDecl(stmt.regex, stmt.regex_loc)
-
-
-OP_KINDS = ("read", "write")
-
-
-def _op(stmt: OpStmt) -> OpDecl:
-    if stmt.kind not in OP_KINDS:
-        raise error_at(stmt.kind_loc, f"unknown op kind {stmt.kind}"
-                       f"{_suggest(stmt.kind, OP_KINDS)}: an op line is  op read /REGEX/  "
-                       "or  op write /REGEX/")
-    groups = stmt.regex.groupindex
-    if stmt.kind == "write" and "val" not in groups:
-        raise error_at(stmt.regex_loc, "a write's regex needs a group named val, the value "
-                       r"written, as in /SET (?P<key>\S+) (?P<val>\S+)/")
-    if stmt.kind == "read" and "val" in groups:
-        raise error_at(stmt.group_locs.get("val", stmt.regex_loc), "a read's value is the "
-                       "val field of its reply (the reply line's group val), not a group "
-                       "of its request: rename this group")
-    return OpDecl(stmt.kind, stmt.regex, stmt.kind_loc)
-
-
-def _check_history(properties: list[Property], ops: list[OpDecl],
-                   reply: ReplyDecl | None, maelstrom: MaelstromDecl | None = None) -> None:
-    """A linearizable property needs op lines (or Maelstrom clients, whose read, write
-    and cas bodies are operations as they are), and reads need a reply with a val."""
-    txns = [p for p in properties if p.kind == "transactional"]
-    if txns and (maelstrom is None or not maelstrom.clients):
-        raise error_at(txns[0].loc, f"transactional {txns[0].name} checks the transactions "
-                       "(txn requests) of Maelstrom clients, and this model has none: add "
-                       'lines like  client c1 -> n1: {"type": "txn", "txn": [["r", 1, null]]}')
-    checked = [p for p in properties if p.kind == "linearizable"]
-    if checked and not ops and maelstrom is not None and maelstrom.clients:
-        return
-    if checked and not ops:
-        raise error_at(checked[0].loc, f"linearizable {checked[0].name} checks the history "
-                       "of the requests that op lines classify, and this model has none: "
-                       r"add lines like  op write /SET (?P<key>\S+) (?P<val>\S+)/  and  "
-                       r"op read /GET (?P<key>\S+)/")
-    reads = [op for op in ops if op.kind == "read"]
-    if checked and reads and (reply is None or "val" not in reply.regex.groupindex):
-        raise error_at(reads[0].loc, "a read's value is the val field of its reply record, "
-                       "and " + ("this model has no reply line" if reply is None else
-                                 "the reply line's regex has no group val") +
-                       r": add one, as in  reply /VALUE (?P<val>\S+)/")
-
-
 def _check_names(expr: Expr, kind: str, params: dict, bound: frozenset) -> None:
     """Every name in a property is a world name, a param or a bound variable; primes
     only in action properties; calls only to the built-in functions."""
@@ -536,14 +477,14 @@ def _check_names(expr: Expr, kind: str, params: dict, bound: frozenset) -> None:
                            f"{expr.name}(x)")
         elif expr.name not in bound and expr.name not in WORLD_NAMES and expr.name not in params:
             raise error_at(expr.loc, f"unknown name {expr.name}"
-                           f"{_suggest(expr.name, [*WORLD_NAMES, *params, *bound])}; a "
+                           f"{suggest(expr.name, [*WORLD_NAMES, *params, *bound])}; a "
                            "property can use node, volatile, durable, alive, crashes, "
                            "replies, network, the params and quantifier variables")
         return
     if isinstance(expr, Call):
         if expr.func not in FUNCTIONS:
             raise error_at(expr.loc, f"unknown function {expr.func}"
-                           f"{_suggest(expr.func, FUNCTIONS)}; the functions are "
+                           f"{suggest(expr.func, FUNCTIONS)}; the functions are "
                            + ", ".join(FUNCTIONS))
         if expr.func in _ONE_ARGUMENT and len(expr.args) != 1:
             raise error_at(expr.loc, f"{expr.func} takes one argument, not {len(expr.args)}")

@@ -15,7 +15,6 @@ import json
 import shlex
 
 from .load import UNITS
-from .transactions import LEVELS
 
 WORKLOADS = ("echo", "unique-ids", "broadcast", "g-set", "g-counter", "pn-counter", "lin-kv",
              "kafka", "txn-rw-register", "txn-list-append")
