@@ -55,6 +55,7 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         faults_ns=model.time.faults_ns,
         cpus=model.machine.cpus,
         memory=model.machine.memory,
+        disk_bytes=model.machine.disk,
         private_pids=model.machine.pids == "private",
         peers={model.node_names.index(node): frozenset(model.node_names.index(p) for p in peers)
                for node, peers in model.peers},

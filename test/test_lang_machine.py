@@ -32,7 +32,7 @@ def test_machine_pids(tmp_path, lines, pids):
 
 @pytest.mark.parametrize("text, line, col, message", [
     ("machine cores 4\n", 2, 9, "unknown machine item cores: a machine line gives cpus N, "
-                                "memory SIZE (KiB, MiB, GiB) or pids shared or private"),
+                                "memory SIZE or disk SIZE (KiB, MiB, GiB), or pids shared or private"),
     ("machine pids own\n", 2, 14, "machine pids is shared or private"),
     ("machine pids privat\n", 2, 14, "machine pids is shared or private (did you mean "
                                      "private?)"),

@@ -70,6 +70,7 @@ class ClusterSpec:
     trace_ticks: bool = False      # the adapter's: views list the FIREs folded (--trace-ticks)
     cpus: int = 2           # the machine every node sees (calls/machine.py)
     memory: int = 4 << 30
+    disk_bytes: int = 16 << 30   # the size of the file system of the nodes' directories
     private_pids: bool = False  # machine pids private: a PID namespace per launch
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
     maelstrom: object = None   # maelstrom.MaelstromSpec: nodes speaking Maelstrom's protocol

@@ -241,6 +241,7 @@ class MachineDecl:
     itself by them (Go's scheduler, a thread pool) does the same everywhere."""
     cpus: int = 2
     memory: int = 4 << 30
+    disk: int = 16 << 30        # the size of the file system a node's directory is on
     pids: str = "shared"        # private: each node numbers its processes from 1
 
 

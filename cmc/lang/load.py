@@ -109,7 +109,7 @@ def _time(stmt: TimeStmt) -> TimeDecl:
                     values.get("faults"))
 
 
-MACHINE_ITEMS = ("cpus", "memory", "pids")
+MACHINE_ITEMS = ("cpus", "memory", "disk", "pids")
 PIDS = ("shared", "private")
 MEMORY_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 MAX_CPUS = 1024                 # what a cpu_set_t holds
@@ -145,12 +145,12 @@ def _peers(lines: list[PeersStmt], nodes: list) -> tuple:
 
 
 def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl:
-    """A `machine cpus N`, `machine memory SIZE` or `machine pids private` line
-    (docs/model-file.md)."""
+    """A `machine cpus N`, `machine memory SIZE`, `machine disk SIZE` or `machine pids
+    private` line (docs/model-file.md)."""
     if stmt.item not in MACHINE_ITEMS:
         raise error_at(stmt.item_loc, f"unknown machine item {stmt.item}"
                        f"{suggest(stmt.item, MACHINE_ITEMS)}: a machine line gives cpus N, "
-                       "memory SIZE (KiB, MiB, GiB) or pids shared or private")
+                       "memory SIZE or disk SIZE (KiB, MiB, GiB), or pids shared or private")
     if stmt.item in seen:
         raise error_at(stmt.item_loc, f"machine {stmt.item} is given twice "
                        f"({_first_at(seen[stmt.item])})")
@@ -163,7 +163,7 @@ def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl
     if stmt.number is None:
         raise error_at(stmt.value_loc, f"machine {stmt.item} takes "
                        + ("a count (machine cpus 2)" if stmt.item == "cpus"
-                          else "a size (machine memory 4GiB)"))
+                          else f"a size (machine {stmt.item} 4GiB)"))
     if stmt.item == "cpus":
         if stmt.unit is not None:
             raise error_at(stmt.value_loc, f"machine cpus takes a count, not {stmt.unit}")
@@ -171,12 +171,12 @@ def _machine(stmt: MachineStmt, machine: MachineDecl, seen: dict) -> MachineDecl
             raise error_at(stmt.value_loc, f"machine cpus must be 1 to {MAX_CPUS}")
         return replace(machine, cpus=stmt.number)
     if stmt.unit not in MEMORY_UNITS:
-        raise error_at(stmt.value_loc, f"machine memory needs a unit"
+        raise error_at(stmt.value_loc, f"machine {stmt.item} needs a unit"
                        f"{suggest(stmt.unit or '', MEMORY_UNITS)}: KiB, MiB or GiB "
-                       "(machine memory 4GiB)")
+                       f"(machine {stmt.item} 4GiB)")
     if stmt.number <= 0:
-        raise error_at(stmt.value_loc, "machine memory must be more than 0")
-    return replace(machine, memory=stmt.number * MEMORY_UNITS[stmt.unit])
+        raise error_at(stmt.value_loc, f"machine {stmt.item} must be more than 0")
+    return replace(machine, **{stmt.item: stmt.number * MEMORY_UNITS[stmt.unit]})
 
 
 def _duration(number: int, unit: str, loc: Loc) -> int:

@@ -3,8 +3,8 @@ row (linux/syscalls.py) names its handler, "module.sys_function" of the modules 
 imported here explicitly."""
 from __future__ import annotations
 
-from . import (fds, files, host, limits, machine, memory, opens, shm, sockopts, stream, threads,
-               time, tsc, waits, writes)
+from . import (fds, figures, files, host, limits, machine, memory, opens, shm, sockopts, stream,
+               threads, time, tsc, waits, writes)
 from .answer import CONTINUE
 from .handler import Call, fd_arg, unsupported
 from ..linux.syscalls import ALWAYS, FD, ROWS, STATE
@@ -12,7 +12,7 @@ from ..linux.syscalls import ALWAYS, FD, ROWS, STATE
 # the modules that hold handlers, by the name a row gives them
 MODULES = {m.__name__.rpartition(".")[2]: m for m in (
     time, writes, opens, limits, threads, stream, fds, files, sockopts, waits, shm, tsc, machine,
-    host, memory)}
+    host, memory, figures)}
 
 
 def handler_of(row):

@@ -16,6 +16,7 @@ from .answer import ANSWERED, CONTINUE
 from .files import disk_open
 from .handler import fd_arg
 from .limits import limits_text
+from .figures import FIGURE_FILES, proc_self_text
 from .machine import MACHINE_FILES
 from .time import RANDOM_FILES
 
@@ -60,6 +61,11 @@ def sys_open(call):
         return _answer_with(call, "random", RANDOM_FILES[path](proc), flags)
     if path in MACHINE_FILES:
         return _answer_with(call, "machine", MACHINE_FILES[path](proc), flags)
+    if path in FIGURE_FILES:
+        return _answer_with(call, "figures", FIGURE_FILES[path](proc), flags)
+    if path.endswith((b"/stat", b"/statm", b"/status")):
+        text = proc_self_text(call, path)
+        return CONTINUE if text is None else _answer_with(call, "figures", text, flags)
     m = _PROC_LIMITS.fullmatch(path)
     if m is None or m.group(1) not in (b"self", b"thread-self", *(
             b"%d" % p for p in (notif.pid, *proc.node.tasks.known_pids(proc)))):

@@ -71,12 +71,13 @@ def _off_arg(i: int) -> int:
 # /proc/self/limits (the emulated descriptor limit), /dev/urandom, /dev/random and
 # /proc/sys/kernel/random/{uuid,boot_id} (randomness is the node's), POSIX
 # shared-memory objects, /dev/shm/NAME (the world's: shm.py), and the files that
-# describe the machine (CPUs, memory, host name: the model's, calls/machine.py)
+# describe the machine (CPUs, memory, host name: the model's, calls/machine.py) and its
+# state (/proc/self/stat, statm, status, /proc/stat, loadavg, uptime: calls/figures.py)
 PASS_OPEN = {row.nr: (row.paths[0][1], row.flags) for row in ROWS if row.flags is not None}
 PASS_FLAGS = 0o1000 | 0o100    # O_TRUNC, O_CREAT
 PASS_NEEDLES = (b"limits", b"random", b"/dev/shm/", b"/sys/devices/system/cpu/", b"cpuinfo",
                 b"meminfo", b"hostname", b"/etc/hosts", b"/etc/resolv.conf",
-                b"/etc/nsswitch.conf")
+                b"/etc/nsswitch.conf", b"/stat", b"loadavg", b"uptime")
 # where a call notified on a descriptor goes, by its class and its descriptor arguments:
 # the writes and the dup family also when the fd is 3 or 193 (a copy of the state fds
 # would let state escape cmc)

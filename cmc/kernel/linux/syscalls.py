@@ -203,6 +203,11 @@ ROWS = (
     Row("getcpu", ALWAYS, "machine.sys_getcpu", start=START_ANY),
     Row("sysinfo", ALWAYS, "machine.sys_sysinfo", start=START_ANY),
     Row("uname", ALWAYS, "machine.sys_uname", start=START_ANY),
+    # the figures of its state too: free space and CPU time (calls/figures.py)
+    Row("statfs", ALWAYS, "figures.sys_statfs", quiet=True),
+    Row("fstatfs", ALWAYS, "figures.sys_fstatfs", quiet=True),
+    Row("getrusage", ALWAYS, "figures.sys_getrusage", quiet=True, start=START_ANY),
+    Row("times", ALWAYS, "figures.sys_times", quiet=True, start=START_ANY),
     # a copy of a process tree: its first process knows itself by the original's pid
     Row("getpid", ALWAYS, "host.sys_getpid", quiet=True, start=START_ANY),
     Row("getppid", ALWAYS, "host.sys_getpid", quiet=True, start=START_ANY),
@@ -325,7 +330,6 @@ ROWS = (
     Row("getdents64", FD, "fds.sys_einval", fds=(0,), quiet=True),
     Row("newfstatat", FD, "fds.sys_newfstatat", fds=(0,), quiet=True),
     Row("statx", FD, _UNSUPPORTED, fds=(0,)),
-    Row("fstatfs", FD, _UNSUPPORTED, fds=(0,)),
     Row("splice", FD, "files.sys_copy_into", fds=(0,), disk=ALWAYS),
     Row("tee", FD, _UNSUPPORTED, fds=(0,)),
     Row("copy_file_range", FD, "files.sys_copy_into", fds=(0,), disk=ALWAYS),
