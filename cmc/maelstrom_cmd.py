@@ -24,10 +24,14 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     ({model_dir}), so the model runs it from wherever the two are kept together."""
     if argv[:1] == ["test"]:                # Maelstrom's own subcommand
         argv = argv[1:]
-    p = ArgParser(prog="cmc maelstrom", description="Check Maelstrom nodes on one of its "
-                   "workloads (docs/maelstrom.md); other options are cmc's.")
-    p.add_argument("workload", nargs="?", choices=WORKLOADS + NOT_YET, metavar="WORKLOAD",
-                   help=", ".join(WORKLOADS))
+    # The workload named first, if it is (not by argparse: a cmc option's value after
+    # `test -w W`, as in --max-memory 4G, would be taken for it)
+    named = argv[0] if argv and not argv[0].startswith("-") else None
+    argv = argv[1:] if named is not None else argv
+    p = ArgParser(prog="cmc maelstrom", usage="cmc maelstrom [test] WORKLOAD | -w WORKLOAD "
+                  "--bin CMD [options]", description="Check Maelstrom nodes on one of its "
+                  "workloads (" + ", ".join(WORKLOADS) + "; docs/maelstrom.md); other "
+                  "options are cmc's.")
     p.add_argument("-w", "--workload", dest="w", choices=WORKLOADS + NOT_YET,
                    metavar="WORKLOAD", help="the workload, as Maelstrom's -w names it")
     p.add_argument("--bin", required=True, metavar="CMD", help="the node's command")
@@ -61,6 +65,10 @@ def maelstrom_argv(argv: list[str]) -> list[str]:
     p.add_argument("--rate", metavar="X", help="Maelstrom's; cmc takes every order of "
                    "--ops operations instead (said on stderr)")
     ours, rest = p.parse_known_args(argv)
+    if named is not None and named not in WORKLOADS + NOT_YET:
+        p.error(f"argument WORKLOAD: invalid choice: {named!r} (choose from "
+                + ", ".join(repr(w) for w in WORKLOADS) + ")")
+    ours.workload = named
     if ours.workload and ours.w and ours.workload != ours.w:
         p.error(f"two workloads: {ours.workload} and -w {ours.w}")
     ours.workload = ours.workload or ours.w

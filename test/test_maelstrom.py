@@ -412,12 +412,13 @@ def test_the_model_the_command_writes(tmp_path):
 def test_maelstroms_own_spelling_as_a_first_command(tmp_path):
     """`cmc maelstrom test -w echo --bin ... --node-count 1`, as a Maelstrom user types
     it: the model is written with the node's file relative to it ({model_dir}), and
-    checked; Maelstrom's --time-limit is said to have nothing to bound in echo."""
+    checked; Maelstrom's --time-limit is said to have nothing to bound in echo. A cmc
+    option with a value after it (--max-memory 3G) is cmc's, not a workload."""
     node = tmp_path / "echo.py"
     node.write_text(f"import runpy, sys\nsys.path.insert(0, {str(DEMO)!r})\n"
                     f"runpy.run_path({str(DEMO / 'echo.py')!r}, run_name='__main__')\n")
     r = run_cmc("maelstrom", "test", "-w", "echo", "--bin", f"{sys.executable} echo.py",
-                "--node-count", "1", "--time-limit", "10", cwd=tmp_path)
+                "--node-count", "1", "--time-limit", "10", "--max-memory", "3G", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert counts(r.stdout) == (5, 5, 3)
     assert "--time-limit has nothing to bound in echo" in r.stderr

@@ -53,6 +53,8 @@ CASES = [
      [txn(["append", 1, 1], ["append", 1, 2]), txn(["r", 1, [1]])], {"G1b"}, None),
     ("a transaction's own appends seen (internal holds)",
      [txn(["r", 1, N], ["append", 1, 1], ["r", 1, [1]])], set(), set()),
+    ("a list read as a number: a malformed answer, unknown",
+     [txn(["append", 1, 1]), txn(["r", 1, 1]), txn(["r", 1, [1]])], set(), set()),
     ("a transaction's own append unseen (internal)",
      [txn(["append", 1, 1], ["r", 1, N])], {"internal"}, None),
 ]
