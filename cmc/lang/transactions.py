@@ -167,23 +167,27 @@ def anomalies(txns: list[Txn], realtime: bool) -> set[str]:
         if a != b:
             edges.setdefault((a, b), set()).add(kind)
     writer: dict[tuple[str, object], int] = {}       # (key, value) -> ok txn that wrote it
-    intermediate: dict[tuple[str, object], int] = {}
+    intermediate: dict[tuple[str, object], int] = {}  # ... where it was not its last
     failed: set[tuple[str, object]] = set()
+    ext = [_ext_writes(t) for t in ok]
     for i, t in enumerate(ok):
-        last = _ext_writes(t)
         for f, k, v in t.mops:
             if f in ("w", "append"):
                 writer[(k, v)] = i
-                if f == "w" and last[k] != v:
+                if ext[i][k] != v:
                     intermediate[(k, v)] = i
     for t in txns:
         if t.status == "fail":
             failed.update((k, v) for f, k, v in t.mops if f in ("w", "append"))
     reads = [(i, k, v) for i, t in enumerate(ok) for k, v in _ext_reads(t).items()]
+    for i, k, v in reads:               # G1b: a value (a list's last) written over
+        last = _seq(v)[-1:] if lists else (v,)
+        if last and intermediate.get((k, last[0]), i) != i:
+            found.add("G1b")
     if lists:
-        _list_edges(ok, reads, writer, failed, found, link)
+        _list_edges(reads, writer, failed, found, link)
     else:
-        _register_edges(ok, reads, writer, intermediate, failed, found, link)
+        _register_edges(ok, ext, reads, writer, failed, found, link)
     if realtime:
         for i, a in enumerate(ok):
             for j, b in enumerate(ok):
@@ -193,12 +197,11 @@ def anomalies(txns: list[Txn], realtime: bool) -> set[str]:
     return found
 
 
-def _register_edges(ok, reads, writer, intermediate, failed, found, link) -> None:
+def _register_edges(ok, ext, reads, writer, failed, found, link) -> None:
     versions: dict[str, set[tuple[object, object]]] = {}     # key -> known v1 < v2
-    for t in ok:
-        for k, v in _ext_writes(t).items():
+    for t, wrote in zip(ok, ext):
+        for k, v in wrote.items():
             versions.setdefault(k, set()).add((None, v))
-        wrote = _ext_writes(t)
         for k, v in _ext_reads(t).items():
             if v is not None:
                 versions.setdefault(k, set()).add((None, v))
@@ -207,14 +210,12 @@ def _register_edges(ok, reads, writer, intermediate, failed, found, link) -> Non
     for i, k, v in reads:
         if (k, v) in failed and (k, v) not in writer:
             found.add("G1a")
-        if (k, v) in intermediate and intermediate[(k, v)] != i:
-            found.add("G1b")
         if v is not None and (k, v) in writer:
             link(writer[(k, v)], i, "wr")
     readers: dict[tuple[str, object], list[int]] = {}
     for i, k, v in reads:
         readers.setdefault((k, v), []).append(i)
-    final = {(k, v): i for i, t in enumerate(ok) for k, v in _ext_writes(t).items()}
+    final = {(k, v): i for i, wrote in enumerate(ext) for k, v in wrote.items()}
     for k, pairs in versions.items():
         if _has_cycle(pairs):
             found.add("cyclic-versions")
@@ -228,7 +229,7 @@ def _register_edges(ok, reads, writer, intermediate, failed, found, link) -> Non
                 link(r, final[(k, v2)], "rw")
 
 
-def _list_edges(ok, reads, writer, failed, found, link) -> None:
+def _list_edges(reads, writer, failed, found, link) -> None:
     longest: dict[str, tuple] = {}
     for i, k, v in reads:
         seen = _seq(v)
@@ -236,10 +237,6 @@ def _list_edges(ok, reads, writer, failed, found, link) -> None:
             found.add("duplicate-elements")
         if any((k, e) in failed and (k, e) not in writer for e in seen):
             found.add("G1a")
-        if seen and (k, seen[-1]) in writer:
-            w = writer[(k, seen[-1])]
-            if w != i and _ext_writes(ok[w]).get(k) != seen[-1]:
-                found.add("G1b")
         old = longest.get(k, ())
         if seen[:len(old)] == old:
             longest[k] = seen

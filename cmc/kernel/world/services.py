@@ -85,7 +85,8 @@ class Services:
         value = self._value_at(at, key)
         if body.get("type") == "read":
             return _read(value)
-        return _cas(value, body)[1] if _cas(value, body)[0] is _ABSENT else None
+        changed, reply = _cas(value, body)
+        return reply if changed is _ABSENT else None
 
     def _fresh(self, src: str, key: str) -> int:
         """Where a seq-kv read that sees the newest value is placed: the earliest
