@@ -102,6 +102,10 @@ def _cpu_ns(node) -> int:
     return node.now_ns()
 
 
+def _cpu_ticks(node) -> int:
+    return _cpu_ns(node) * HZ // 10**9
+
+
 def sys_getrusage(call):
     """The node's clock as its user time; no system time, faults or switches; a
     resident set of RSS_KIB; children none."""
@@ -118,7 +122,7 @@ def sys_times(call):
     """times(buf): the node's clock as its user time, in ticks; returns the ticks of
     its monotonic clock."""
     if call.args[0]:
-        ticks = _cpu_ns(call.node) * HZ // 10**9
+        ticks = _cpu_ticks(call.node)
         if not call.proc.write(call.args[0], struct.pack("<4q", ticks, 0, 0, 0)):
             return Err(errno.EFAULT)
     return Ret(call.node.monotonic_ns() * HZ // 10**9)
@@ -208,7 +212,7 @@ def proc_self_text(call, path: bytes) -> bytes | None:
         return None
     fields = dict(line.split(b":\t", 1) for line in status.splitlines() if b":\t" in line)
     ids = _ids(call, fields)
-    ticks = b"%d" % (_cpu_ns(call.node) * HZ // 10**9)
+    ticks = b"%d" % _cpu_ticks(call.node)
     if which == b"stat":
         head, _, rest = stat.rstrip(b"\n").rpartition(b") ")
         comm = head.split(b" (", 1)[1]
@@ -234,7 +238,7 @@ def proc_stat(proc) -> bytes:
     """/proc/stat: the model's CPUs, busy for the node's clock between them."""
     node = proc.node
     cpus = node.setting.spec.cpus
-    ticks = _cpu_ns(node) * HZ // 10**9
+    ticks = _cpu_ticks(node)
     rows = [b"cpu  %d 0 0 %d 0 0 0 0 0 0" % (ticks, ticks * (cpus - 1))]
     rows += [b"cpu%d %d 0 0 %d 0 0 0 0 0 0" % (i, ticks if i == 0 else 0,
                                               0 if i == 0 else ticks) for i in range(cpus)]
