@@ -18,6 +18,7 @@ with `drain()`.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from .engine.model import Action, ActionKind, CopyFailed, Property, PropertyKind
 from .errors import ModelError
@@ -57,6 +58,7 @@ def cluster_spec(model, channel_cap: int, watchdog_s: float,
         memory=model.machine.memory,
         disk_bytes=model.machine.disk,
         private_pids=model.machine.pids == "private",
+        auto_pids=model.machine.pids == "auto",
         peers={model.node_names.index(node): frozenset(model.node_names.index(p) for p in peers)
                for node, peers in model.peers},
         trace_ticks=trace_ticks,
@@ -269,6 +271,24 @@ class _Tracked:
         self._owner.open.discard(self)
 
 
+# (node name, argv) of the nodes found to make process groups of their own at their
+# start (ClusterModel.fresh): launched, from then on, in a PID namespace each
+OWN_PIDS: set[tuple] = set()
+
+
+def _made_groups(cluster: Cluster, spec: ClusterSpec) -> frozenset:
+    """The nodes of a cluster just launched, with the host's pids where the model left
+    `machine pids` unset, whose start made a process group of its own while the process
+    cmc launched lives on; nothing where cmc may not make a PID namespace (it is not
+    root). A daemon, whose launched process has ended, stays as it is: in a namespace
+    of its own it would end with its first process."""
+    if not spec.auto_pids or os.geteuid() != 0:
+        return frozenset()
+    return frozenset(node.index for node in cluster.nodes
+                     if not node.own_pids and node.tasks.alive and node.tasks.groups
+                     and node.tasks.pid in node.tasks.procs)
+
+
 class ClusterModel:
     """Each world works in a directory of its own under workroot, named `tag` and a
     number, ten characters in all. With `many` (--fast), worlds live side by side,
@@ -304,6 +324,23 @@ class ClusterModel:
         return os.path.join(self.workroot, f"{self.tag}{n:0{self.NAME - len(self.tag)}d}")
 
     def fresh(self, shift: int = 0) -> _Tracked:
+        own = frozenset(i for i, n in enumerate(self.spec.nodes) if (n.name, n.argv) in OWN_PIDS)
+        if own - self.spec.own_pids:
+            self.spec = replace(self.spec, own_pids=self.spec.own_pids | own)
+        tracked = self._fresh(shift)
+        made = _made_groups(tracked._c, self.spec)
+        if not made:
+            return tracked
+        # Their start made a process group of its own, whose id is a pid: with the
+        # host's pids it differs on every launch. The cluster is launched again with
+        # those nodes each in a PID namespace of its own, for this search and every
+        # later one of this process (docs/model-file.md, `machine pids`).
+        tracked.close()
+        OWN_PIDS.update((n.name, n.argv) for i, n in enumerate(self.spec.nodes) if i in made)
+        self.spec = replace(self.spec, own_pids=self.spec.own_pids | made)
+        return self._fresh(shift)
+
+    def _fresh(self, shift: int) -> _Tracked:
         if self.many:
             root = self.new_root()
             cluster = make_cluster(self.spec, root)

@@ -65,6 +65,7 @@ class Run:
         self.proven = None            # a breadth-first search stopped part way: Proven
         self.coverage = None          # the search's Coverage (cmc/coverage.py)
         self.findings = []            # what never happened, when the search ended "ok"
+        self.own_pids = []            # nodes given a PID namespace for their process groups
 
 
 def check_machine():
@@ -186,10 +187,10 @@ def check(args, run: Run) -> Outcome:
         run.outcome = outcome
         run.proven = run.proven or outcome.stopped
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
-        notes = []
+        notes = own_pids_notes(run, system_model)
         if outcome.verdict == "ok":
             run.findings = run.coverage.findings()
-            notes = run.coverage.lines(whole=args.coverage) + [
+            notes += run.coverage.lines(whole=args.coverage) + [
                 ("Error: " if args.strict else "Warning: ") + f.message + "."
                 for f in run.findings]
         reporter.finish(outcome, live_steps, bound, notes)
@@ -226,7 +227,18 @@ def check(args, run: Run) -> Outcome:
         return outcome
     finally:
         memory_bound.stop()
+        own_pids_notes(run, system_model)      # for --json, however the run ended
         _end_run(system_model, scratch, reporter.close)
+
+
+def own_pids_notes(run: Run, system_model) -> list[str]:
+    """The nodes whose start made a process group of their own, so that each launch of
+    them had a PID namespace (adapter.ClusterModel.fresh): kept in `run`, and said."""
+    spec = system_model.spec
+    run.own_pids = [n.name for i, n in enumerate(spec.nodes) if i in spec.own_pids]
+    return [f"Node {name} made a process group of its own at its start: each launch of it "
+            "numbered its processes from 1 in a PID namespace of its own (as `machine pids "
+            "private`)." for name in run.own_pids]
 
 
 def _end_run(system_model, scratch: Scratch, first=None) -> None:

@@ -260,7 +260,7 @@ def _report(run: Run, status: int, error: str | None, kind: str | None) -> dict:
         live_steps=DEFAULT_LIVE_STEPS if live_steps is None else live_steps,
         coverage=run.coverage.data() if run.coverage is not None and error is None else None,
         findings=run.findings if error is None else (),
-        strict=args is not None and args.strict, proven=run.proven)
+        strict=args is not None and args.strict, proven=run.proven, own_pids=run.own_pids)
 
 
 def _write_json(path: str, data: dict, stdout) -> None:

@@ -21,10 +21,10 @@ def test_the_default_machine(tmp_path):
 def test_machine_lines(tmp_path, lines, cpus, memory):
     m = load(tmp_path, f'node a = "/x"\n{lines}')
     assert (m.machine.cpus, m.machine.memory) == (cpus, memory)
-    assert m.machine.pids == "shared"
+    assert m.machine.pids == "auto"
 
 
-@pytest.mark.parametrize("lines, pids", [("", "shared"), ("machine pids shared\n", "shared"),
+@pytest.mark.parametrize("lines, pids", [("", "auto"), ("machine pids shared\n", "shared"),
                                          ("machine pids private\nmachine cpus 4\n", "private")])
 def test_machine_pids(tmp_path, lines, pids):
     assert load(tmp_path, f'node a = "/x"\n{lines}').machine.pids == pids

@@ -90,6 +90,31 @@ def test_a_node_of_its_own_pids_is_process_1_on_every_launch(tmp_path):
            "initial world" in r.stdout
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace needs CAP_SYS_ADMIN (root)")
+def test_a_start_that_makes_a_session_gets_pids_of_its_own(tmp_path):
+    """Without a `machine pids` line, a node whose start makes a process group of its own
+    (a child's setsid, as PostgreSQL's postmaster does) is launched again in a PID
+    namespace of its own, and said so: the session's id is 2 on every launch, copied or
+    replayed, and the search ends. `machine pids shared` keeps the host's ids, and a
+    replay finds another world."""
+    path = tmp_path / "session.model"
+    path.write_text(f'node db1 = "{PROGS}/machine session"\n'
+                    "invariant show: node[0].pid == null\n")
+    for mode in ("--fast", "--no-fast"):
+        r = run_cmc("--model-file", path, mode, "--json", tmp_path / "r.json", cwd=tmp_path)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert state(r.stdout) == {"pid": 1, "child": 2, "sid": 2}
+        assert ("Node db1 made a process group of its own at its start: each launch of it "
+                "numbered its processes from 1 in a PID namespace of its own") in r.stdout
+        assert json.loads((tmp_path / "r.json").read_text())["own_pids"] == ["db1"]
+    path.write_text(path.read_text() + "machine pids shared\n")
+    r = run_cmc("--model-file", path, "--json", tmp_path / "r.json", cwd=tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "nondeterminism: replaying the same actions gave a different world at the " \
+           "initial world" in r.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["own_pids"] == []
+
+
 @pytest.mark.parametrize("variant", ["", "-static"])
 def test_names_are_the_models_on_every_machine(tmp_path, variant):
     """test/progs/names.c: the host name is the node's; its own name, the other node's

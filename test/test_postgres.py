@@ -22,10 +22,11 @@ What holds today:
   --no-fast. The answer to the startup message carries BackendKeyData, the process id
   of the backend the postmaster forked: with the host's process ids that answer
   differed from launch to launch, and replaying the same actions found another world
-  (`nondeterminism ... at step 2`). `machine pids private` gives each launch a PID
-  namespace of its own, numbered from 1, so the backend's id is the same on every
-  launch. postgres-pid.model shows both with a few lines of Python that answer with
-  their pid. Under --det PostgreSQL is still found out: its cancel key (the other
+  (`nondeterminism ... at step 2`). A PID namespace for each launch, numbered from 1,
+  makes the backend's id the same on every launch: `machine pids private`, or, with
+  no `machine pids` line, cmc's own choice for a node whose start makes process groups
+  (the postmaster's children each call setsid). postgres-pid.model shows both with a
+  few lines of Python that answer with their pid. Under --det PostgreSQL is still found out: its cancel key (the other
   half of BackendKeyData) changes when the stack is shifted.
 """
 from __future__ import annotations
@@ -146,13 +147,15 @@ NONDETERMINISM = ("Error: nondeterminism: replaying the same actions gave a diff
 
 @pytest.mark.slow
 def test_startup_and_select_1_with_a_crash(pgdata, tmp_path):
-    """Acceptance 3 as a whole: the client of postgres.model and `budget crash 1`, under
-    `machine pids private`: every witness (started, selected, relaunched) reached, the
-    same with every world replayed from launch."""
+    """Acceptance 3 as a whole: the client of postgres.model and `budget crash 1`, with
+    no `machine pids` line (issue 52): cmc gives the node a PID namespace of its own
+    for its process groups, every witness (started, selected, relaunched) is reached,
+    the same with every world replayed from launch."""
     r = check("postgres-crash-client.model", pgdata, tmp_path)
     assert leftovers() == []
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "Model checking completed. No error has been found." in r.stdout
+    assert "Node pg made a process group of its own at its start" in r.stdout
     assert counts(r.stdout) == (11, 11, 5)
     replayed = check("postgres-crash-client.model", pgdata, tmp_path, "--no-fast")
     assert replayed.returncode == 0 and counts(replayed.stdout) == (11, 11, 5)

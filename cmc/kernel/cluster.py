@@ -72,6 +72,11 @@ class ClusterSpec:
     memory: int = 4 << 30
     disk_bytes: int = 16 << 30   # the size of the file system of the nodes' directories
     private_pids: bool = False  # machine pids private: a PID namespace per launch
+    # machine pids unset (auto): a node whose start makes a process group of its own is
+    # given a PID namespace per launch as root (adapter.ClusterModel.fresh); own_pids,
+    # the indexes of those nodes
+    auto_pids: bool = False
+    own_pids: frozenset = frozenset()
     history: bool = False   # keep the clients' operations (docs/model-file.md, "Histories")
     maelstrom: object = None   # maelstrom.MaelstromSpec: nodes speaking Maelstrom's protocol
     # `peers` lines: node index -> the indexes of the nodes it may connect or send to

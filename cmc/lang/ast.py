@@ -242,7 +242,9 @@ class MachineDecl:
     cpus: int = 2
     memory: int = 4 << 30
     disk: int = 16 << 30        # the size of the file system a node's directory is on
-    pids: str = "shared"        # private: each node numbers its processes from 1
+    # shared: the host's ids; private: each node numbers its processes from 1; auto (no
+    # line): shared, but a node whose start makes a process group of its own is private
+    pids: str = "auto"
 
 
 MACHINE = MachineDecl()

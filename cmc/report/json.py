@@ -20,13 +20,14 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
            trace_file: str | None = None, seed: int | None = None,
            walks: int | None = None, live_steps: int | None = None,
            coverage: dict | None = None, findings: list = (), strict: bool = False,
-           proven=None) -> dict:
+           proven=None, own_pids: list = ()) -> dict:
     """The report as plain data. `outcome` is the engine's Outcome (None when the
     run ended in an error before a verdict: then `error` is its message and
     `error_kind` its kind, the error's `kind` or "interrupted"). `coverage` and
     `findings` are cmc/coverage.py's; under `strict` a finding makes an "ok" search's
     verdict "vacuous". `proven` (engine.model.Proven) says how far a breadth-first
-    search that stopped part way got."""
+    search that stopped part way got. `own_pids`: the nodes given a PID namespace
+    because their start made a process group of its own."""
     data = {
         "cmc_report": SCHEMA_VERSION,
         "cmc_version": __version__,
@@ -55,6 +56,7 @@ def report(*, mode: str, exit_status: int, elapsed: float, model=None, outcome=N
         "coverage": coverage,
         "stopped": proven.data() if proven is not None else None,
         "findings": [{"kind": f.kind, "message": f.message} for f in findings],
+        "own_pids": list(own_pids),
     }
     if seed is not None:
         data["simulation"] = {"seed": seed, "walks": walks, "failing_walk": None,

@@ -19,6 +19,15 @@
  * through a pipe), what waitpid returned for it, and whether kill(child, 0) of the
  * reaped child failed with ESRCH (1). Under `machine pids private` these are 1, 2, 1,
  * 2 and 1 on every launch.
+ *
+ *   machine session
+ *
+ * Forks a child that makes a session (and process group) of its own with setsid(), as
+ * PostgreSQL's postmaster does for every child, and stays; writes
+ * {"pid":P,"child":C,"sid":S}: its own getpid(), the child's pid and what its setsid()
+ * returned.
+ * Without a `machine pids` line cmc gives such a node a PID namespace of its own: 1,
+ * 2 and 2 on every launch.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -71,8 +80,35 @@ static int pids(void)
     return 0;
 }
 
+static int session(void)
+{
+    int p[2], q[2];
+    if (pipe(p) < 0 || pipe(q) < 0) { perror("machine: pipe"); return 1; }
+    pid_t child = fork();
+    if (child == 0) {
+        char c;
+        close(p[1]);
+        pid_t made = setsid();
+        if (write(q[1], &made, sizeof made) != sizeof made) _exit(1);
+        (void)!read(p[0], &c, 1);         /* until the parent ends */
+        _exit(0);
+    }
+    close(p[0]);
+    pid_t sid = 0;
+    if (read(q[0], &sid, sizeof sid) != sizeof sid) { perror("machine: read"); return 1; }
+    char line[256];
+    int n = snprintf(line, sizeof line, "{\"pid\":%d,\"child\":%d,\"sid\":%d}\n",
+                     getpid(), child, sid);
+    if (write(3, line, (size_t)n) != n)
+        perror("machine: write fd 3");
+    accept(listen_on("machine", "9100"), NULL, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "session"))
+        return session();
     if (argc > 1 && !strcmp(argv[1], "pids"))
         return pids();
     cpu_set_t set;

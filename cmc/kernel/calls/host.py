@@ -72,7 +72,7 @@ def _alone(call) -> bool:
     """`machine pids private`, or a copy of a process tree: every process or group the
     node can name is its own (its PID namespace holds its processes only), so no id
     needs checking."""
-    return call.node.setting.spec.private_pids or call.node.tasks.ns_root
+    return call.node.own_pids or call.node.tasks.ns_root
 
 
 # -- a copy of a process tree (proc/fork.py): its first process is process 1 of a PID

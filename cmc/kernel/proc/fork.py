@@ -150,7 +150,7 @@ class Lease:
         # ends when nobody uses it and no copy is left (`retire`).
         tasks = node.tasks
         self.is_tree = tasks.alive and is_tree(node)
-        self.template = tasks.alive and (tasks.ns_root or node.setting.spec.private_pids)
+        self.template = tasks.alive and (tasks.ns_root or node.own_pids)
         self.origin = tasks.origin      # the template this one was copied from
         self.dependents = 0
         self.pids = list(tasks.procs) if tasks.alive else []
@@ -411,7 +411,7 @@ def is_tree(node) -> bool:
     namespace (a copy of a tree, or machine pids private)."""
     tasks = node.tasks
     return (len(tasks.procs) > 1 or bool(tasks.reapable) or tasks.ns_root
-            or node.setting.spec.private_pids)
+            or node.own_pids)
 
 
 def _tree_forkable(node) -> None:

@@ -110,6 +110,13 @@ class Node:
     nofile_start = NOFILE_START
 
     @property
+    def own_pids(self) -> bool:
+        """Whether each launch of this node numbers its processes in a PID namespace of
+        its own (`machine pids private`, or a start that made a process group)."""
+        spec = self.setting.spec
+        return spec.private_pids or self.index in spec.own_pids
+
+    @property
     def net(self):
         """The network of the world this node is in (its setting's)."""
         return self.setting.net
@@ -145,9 +152,9 @@ class Node:
                     pid, listener, keepalive = _native.spawn(
                         self.argv[0], self.argv, env, self.cwd, fds,
                         _FILTERS[self.disk.on, self.stdio], VFD_BASE,
-                        self.setting.spec.private_pids)
+                        self.own_pids)
                 except OSError as e:
-                    if self.setting.spec.private_pids and e.errno == errno.EPERM:
+                    if self.own_pids and e.errno == errno.EPERM:
                         raise UnsupportedMachine(
                             f"cannot start node {self.name} in a PID namespace of its own "
                             "(machine pids private): making one needs CAP_SYS_ADMIN "

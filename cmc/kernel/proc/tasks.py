@@ -340,7 +340,7 @@ class Tasks:
         copy, `zombies` the copies of its ended children not reaped yet. The root's copy
         is process 1 of a PID namespace, its pid in the program's eyes the original's."""
         root = next(iter(pids.values()))
-        if not self.ns_root and not self.node.setting.spec.private_pids:
+        if not self.ns_root and not self.node.own_pids:
             self.root_known = self.root_known or self.pid   # a start's copy's: the start's
             self.parent_known = self.parent_known or parent_known
         self.ns_root = True
@@ -543,7 +543,7 @@ class Tasks:
         namespace of its own (procfs: NSpid); otherwise the same number."""
         if self.root_known and pid == self.root_known:
             return self.pid
-        if not (self.node.setting.spec.private_pids or self.ns_root) or pid <= 0:
+        if not (self.node.own_pids or self.ns_root) or pid <= 0:
             return pid
         for proc in self.procs.values():
             if procfs.ns_pid(proc.pid) == pid:

@@ -209,7 +209,7 @@ class Zygotes:
         """What a start depends on, or None for a node whose start is not kept."""
         setting = node.setting
         if (setting.virtual or setting.shift or setting.recording or node.stdio
-                or setting.spec.private_pids):
+                or node.own_pids):
             return None
         if self.refused[node.index] >= REFUSALS:
             return None
