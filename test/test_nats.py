@@ -100,30 +100,6 @@ def test_det_is_clean(tmp_path):
 JS_MODEL = TEST_MODELS / "nats-js.model"
 
 
-def test_jetstream_walks_are_the_same_twice(tmp_path):
-    """Issue 52: three servers with JetStream and an R3 stream under time virtual. What
-    JetStream reads of its machine (free space, CPU time, /proc/self) is the model's,
-    so a seeded walk is the same walk on every run, and names no nondeterminism (it
-    did in 5 runs of 8, at other steps for one seed). Here 150 steps (the cluster's
-    start, its meta leader, the stream; seconds each); experiments/nats_js_walks.py
-    walks 8 seeds twice through the publish, the CRASH and the read
-    (docs/performance.md)."""
-    # without the witnesses, which a walk this short does not reach (an error of a walk)
-    text = "".join(line for line in JS_MODEL.read_text().splitlines(True)
-                   if not line.startswith("witness"))
-    model = tmp_path / "nats-js.model"
-    model.write_text(text.replace("{model_dir}", str(TEST_MODELS)))
-    runs = [nats(tmp_path, "--simulate", "--walks", "1", "--seed", "3", "--max-depth", "150",
-                 model=model) for _ in range(2)]
-    for r in runs:
-        out = r.stdout + r.stderr
-        assert "nondeterminism" not in out, out
-        assert r.returncode == 0, out
-    assert counts(runs[0].stdout)[:2] == counts(runs[1].stdout)[:2] == (150, 150)
-    steps = [re.search(r"Steps taken: (.*)\.", r.stdout).group(1) for r in runs]
-    assert steps[0] == steps[1], steps
-
-
 def test_jetstream_breadth_first_names_no_nondeterminism(tmp_path):
     """The breadth-first search of the same cluster, stopped past 300 worlds (depth 3
     complete): every world copied and replayed as the search needs names no
