@@ -271,11 +271,6 @@ class _Tracked:
         self._owner.open.discard(self)
 
 
-# (node name, argv) of the nodes found to make process groups of their own at their
-# start (ClusterModel.fresh): launched, from then on, in a PID namespace each
-OWN_PIDS: set[tuple] = set()
-
-
 def _made_groups(cluster: Cluster, spec: ClusterSpec) -> frozenset:
     """The nodes of a cluster just launched, with the host's pids where the model left
     `machine pids` unset, whose start made a process group of its own while the process
@@ -324,19 +319,15 @@ class ClusterModel:
         return os.path.join(self.workroot, f"{self.tag}{n:0{self.NAME - len(self.tag)}d}")
 
     def fresh(self, shift: int = 0) -> _Tracked:
-        own = frozenset(i for i, n in enumerate(self.spec.nodes) if (n.name, n.argv) in OWN_PIDS)
-        if own - self.spec.own_pids:
-            self.spec = replace(self.spec, own_pids=self.spec.own_pids | own)
         tracked = self._fresh(shift)
         made = _made_groups(tracked._c, self.spec)
         if not made:
             return tracked
         # Their start made a process group of its own, whose id is a pid: with the
         # host's pids it differs on every launch. The cluster is launched again with
-        # those nodes each in a PID namespace of its own, for this search and every
-        # later one of this process (docs/model-file.md, `machine pids`).
+        # those nodes each in a PID namespace of its own, from now on: the spec says
+        # so, and a recorder of the same run is made with it (docs/model-file.md).
         tracked.close()
-        OWN_PIDS.update((n.name, n.argv) for i, n in enumerate(self.spec.nodes) if i in made)
         self.spec = replace(self.spec, own_pids=self.spec.own_pids | made)
         return self._fresh(shift)
 

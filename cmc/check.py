@@ -187,7 +187,7 @@ def check(args, run: Run) -> Outcome:
         run.outcome = outcome
         run.proven = run.proven or outcome.stopped
         bound = f"--dfs {args.dfs}" if args.dfs is not None else f"--max-depth {args.max_depth}"
-        notes = own_pids_notes(run, system_model)
+        notes = [OWN_PIDS_NOTE.format(name) for name in own_pid_names(system_model.spec)]
         if outcome.verdict == "ok":
             run.findings = run.coverage.findings()
             notes += run.coverage.lines(whole=args.coverage) + [
@@ -202,8 +202,8 @@ def check(args, run: Run) -> Outcome:
                          "transition, so none was skipped (the search is the full one)")
         if outcome.verdict == "ok":
             if run.out_dir is not None:
-                keep_node_output(run.out_dir, _engine(lambda: launch_output(model, args,
-                                                                           workroot)))
+                keep_node_output(run.out_dir, _engine(
+                    lambda: launch_output(system_model.spec, workroot)))
             return outcome
         if outcome.trace:
             stem = os.path.splitext(os.path.basename(model.path))[0]
@@ -220,25 +220,26 @@ def check(args, run: Run) -> Outcome:
                              f"cmc --replay {path}).")
         html = args.html or (os.path.join(run.out_dir, "report.html") if run.out_dir else None)
         if html:
-            steps = _engine(lambda: recorded_steps(model, args, outcome, workroot))
+            steps = _engine(lambda: recorded_steps(system_model.spec, outcome, workroot))
             write_report_page(html, model, outcome, steps, reporter)
             if run.out_dir is not None:
                 keep_node_output(run.out_dir, [s.output for s in steps])
         return outcome
     finally:
         memory_bound.stop()
-        own_pids_notes(run, system_model)      # for --json, however the run ended
+        run.own_pids = own_pid_names(system_model.spec)   # for --json, however it ended
         _end_run(system_model, scratch, reporter.close)
 
 
-def own_pids_notes(run: Run, system_model) -> list[str]:
+OWN_PIDS_NOTE = ("Node {} made a process group of its own at its start: each launch of it "
+                 "numbered its processes from 1 in a PID namespace of its own (as `machine "
+                 "pids private`).")
+
+
+def own_pid_names(spec) -> list[str]:
     """The nodes whose start made a process group of their own, so that each launch of
-    them had a PID namespace (adapter.ClusterModel.fresh): kept in `run`, and said."""
-    spec = system_model.spec
-    run.own_pids = [n.name for i, n in enumerate(spec.nodes) if i in spec.own_pids]
-    return [f"Node {name} made a process group of its own at its start: each launch of it "
-            "numbered its processes from 1 in a PID namespace of its own (as `machine pids "
-            "private`)." for name in run.own_pids]
+    them had a PID namespace (adapter.ClusterModel.fresh)."""
+    return [n.name for i, n in enumerate(spec.nodes) if i in spec.own_pids]
 
 
 def _end_run(system_model, scratch: Scratch, first=None) -> None:
@@ -305,9 +306,10 @@ def keep_node_output(out_dir: str, outputs: list) -> None:
             f.write(text)
 
 
-def launch_output(model, args, workroot: str) -> list:
-    """What each node printed at launch (--out, when the search found no violation)."""
-    recorder = ClusterModel(spec_for(model, args), workroot, recording=True, tag="r")
+def launch_output(spec, workroot: str) -> list:
+    """What each node printed at launch (--out, when the search found no violation),
+    the search's ClusterSpec `spec` (with the PID namespaces its launch chose)."""
+    recorder = ClusterModel(spec, workroot, recording=True, tag="r")
     try:
         system = recorder.fresh()
         output = system.drain()
@@ -317,12 +319,13 @@ def launch_output(model, args, workroot: str) -> list:
     return [output]
 
 
-def recorded_steps(model, args, outcome, workroot: str):
+def recorded_steps(spec, outcome, workroot: str):
     """The behavior of `outcome` replayed once more with each node's calls and output
-    recorded step by step (the search does not pay for recording)."""
+    recorded step by step (the search does not pay for recording), with the search's
+    ClusterSpec."""
     if not outcome.trace:
         return []
-    recorder = ClusterModel(spec_for(model, args), workroot, recording=True, tag="r")
+    recorder = ClusterModel(spec, workroot, recording=True, tag="r")
     # a recording cannot be copied, so a fold that meets a visible FIRE makes the world
     # again from launch; the behavior's own worlds are where the search's folds stopped
     recorder.visible_next.update(s.fingerprint for s in outcome.trace)
